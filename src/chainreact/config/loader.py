@@ -1,0 +1,180 @@
+"""Loading agent documents from JSON or YAML, with errors that name the file and the JSON path."""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigError
+from .models import AgentConfig
+
+log = logging.getLogger("chainreact.config")
+
+
+class UnknownFieldWarning(UserWarning):
+    """A document has fields this version does not know; they are ignored."""
+
+
+@dataclass
+class AgentDocument:
+    """A loaded agent document: the configuration plus where it came from."""
+
+    config: AgentConfig
+    id: str = ""
+    name: str = ""
+    source: str | None = None  # file path, for messages and relative includes
+    unknown_fields: list[str] = field(default_factory=list)
+
+    @property
+    def base_dir(self) -> Path:
+        return Path(self.source).resolve().parent if self.source else Path.cwd()
+
+
+def _json_path(loc: tuple[Any, ...], prefix: str) -> str:
+    out = prefix
+    for part in loc:
+        # pydantic reports union branches as extra loc parts ("str", "ToolDescriptor"); skip them.
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, str) and (part[:1].isupper() or part in ("str", "int", "float", "dict", "list")):
+            continue
+        elif isinstance(part, str) and ("[" in part or "-" in part):
+            continue  # e.g. "literal['a','b']" / "function-after[...]" branch markers
+        else:
+            out += f".{part}"
+    return out
+
+
+def _collect_unknown(model: BaseModel, path: str, out: list[str]) -> None:
+    if model.model_extra:
+        out.extend(f"{path}.{k}" for k in model.model_extra)
+        for k in list(model.model_extra):
+            del model.model_extra[k]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            _collect_unknown(value, f"{path}.{name}", out)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    _collect_unknown(item, f"{path}.{name}[{i}]", out)
+
+
+def parse_text(text: str, source: str | None = None) -> Any:
+    """Parse JSON or YAML text (JSON first: it is a subset of YAML but parses faster and errors better)."""
+    where = source or "<document>"
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            if source and source.endswith(".json"):
+                raise ConfigError(
+                    f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", source=source
+                ) from None
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}: invalid YAML/JSON: {e}", source=source) from None
+
+
+def load_document(src: str | Path | dict[str, Any], *, source: str | None = None) -> AgentDocument:
+    """Load an agent document: a bare agent configuration or an `ai/agent` rule-chain node.
+
+    `src` is a path, a dict, or JSON/YAML text (when it is not an existing path and looks like a document).
+    Raises ConfigError listing every problem as `file: $.json.path: message`.
+    """
+    data: Any
+    if isinstance(src, dict):
+        data = src
+    else:
+        text_src = str(src)
+        p = Path(text_src)
+        looks_inline = "\n" in text_src or text_src.lstrip().startswith("{")
+        if not looks_inline:
+            if not p.is_file():
+                raise ConfigError(f"{text_src}: no such file (expected a JSON or YAML agent document)")
+            source = source or str(p)
+            try:
+                text_src = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise ConfigError(f"{source}: not UTF-8 text", source=source) from None
+        data = parse_text(text_src, source)
+    where = source or "<document>"
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{where}: $: expected an object (an agent configuration or a rule-chain node), "
+            f"got {type(data).__name__}",
+            source=source,
+        )
+    is_node = "configuration" in data and isinstance(data.get("configuration"), dict)
+    prefix = "$.configuration" if is_node else "$"
+    if is_node and data.get("type", "ai/agent") != "ai/agent":
+        raise ConfigError(
+            f"{where}: $.type: expected 'ai/agent', got {data.get('type')!r}", source=source,
+            errors=[("$.type", "expected 'ai/agent'")],
+        )
+    body = data["configuration"] if is_node else data
+    try:
+        config = AgentConfig.model_validate(body)
+    except ValidationError as e:
+        errors = []
+        for err in e.errors():
+            path = _json_path(err["loc"], prefix)
+            msg = err["msg"]
+            if "input" in err and err["type"] not in ("missing",):
+                msg += f" (got {err['input']!r:.80})"
+            errors.append((path, msg))
+        # Union branches repeat the same path; keep the first message per path.
+        seen: dict[str, str] = {}
+        for path, msg in errors:
+            seen.setdefault(path, msg)
+        lines = "\n".join(f"  {where}: {p}: {m}" for p, m in seen.items())
+        raise ConfigError(
+            f"{where}: invalid agent configuration ({len(seen)} error(s)):\n{lines}",
+            source=source,
+            errors=list(seen.items()),
+        ) from None
+    unknown: list[str] = []
+    _collect_unknown(config, prefix, unknown)
+    if is_node:
+        known_node = {"id", "type", "name", "configuration", "debugMode", "additionalInfo"}
+        unknown.extend(f"$.{k}" for k in data if k not in known_node)
+    if unknown:
+        warnings.warn(
+            f"{where}: unknown field(s) ignored: {', '.join(unknown)}", UnknownFieldWarning, stacklevel=2
+        )
+    name = config.name or (str(data.get("name") or "") if is_node else "") or "agent"
+    return AgentDocument(
+        config=config,
+        id=str(data.get("id") or "") if is_node else "",
+        name=name,
+        source=source,
+        unknown_fields=unknown,
+    )
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of an agent document (bare configuration or rule-chain node), for editors."""
+    from .models import RuleChainNode
+
+    agent = AgentConfig.model_json_schema(by_alias=True)
+    node = RuleChainNode.model_json_schema(by_alias=True)
+    defs = {**agent.pop("$defs", {}), **node.pop("$defs", {})}
+    defs["AgentConfig"] = agent
+    node["properties"]["configuration"] = {"$ref": "#/$defs/AgentConfig"}
+    defs["RuleChainNode"] = node
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "chainreact agent document",
+        "anyOf": [{"$ref": "#/$defs/RuleChainNode"}, {"$ref": "#/$defs/AgentConfig"}],
+        "$defs": defs,
+    }

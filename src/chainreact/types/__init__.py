@@ -1,0 +1,43 @@
+"""Messages, tool calls, usage and events: the bottom layer, importing nothing else of chainreact."""
+
+from .events import (
+    BreakerEvent,
+    Cancelled,
+    ClientEvent,
+    ErrorEvent,
+    Event,
+    FailoverEvent,
+    Final,
+    ModelCallEnd,
+    Preamble,
+    ReasoningDelta,
+    RetryEvent,
+    RunStart,
+    StepEnd,
+    TextDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from .messages import (
+    Content,
+    Message,
+    ModelResponse,
+    ReasoningChunk,
+    Role,
+    StreamItem,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+    Usage,
+    assistant,
+    system,
+    tool_result,
+    user,
+)
+
+__all__ = [
+    "BreakerEvent", "Cancelled", "ClientEvent", "Content", "ErrorEvent", "Event", "FailoverEvent", "Final",
+    "Message", "ModelCallEnd", "ModelResponse", "Preamble", "ReasoningChunk", "ReasoningDelta", "RetryEvent",
+    "Role", "RunStart", "StepEnd", "StreamItem", "TextChunk", "TextDelta", "ToolCall", "ToolCallChunk",
+    "ToolCallEvent", "ToolResultEvent", "Usage", "assistant", "system", "tool_result", "user",
+]
