@@ -1,0 +1,194 @@
+"""The `chainreact` command line: run as a real subprocess, checking exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chainreact.cli import UsageError, build_globals, parse_global
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("CHAINREACT_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "chainreact", *args],
+        capture_output=True, text=True, env=full_env, input=stdin, cwd=ROOT, timeout=120,
+    )
+
+
+# ---------------------------------------------------------------- --global parsing
+
+
+def test_global_plain_value_is_a_string() -> None:
+    assert parse_global("name=42") == (["name"], "42")
+    assert parse_global("url=http://h/v1?a=b") == (["url"], "http://h/v1?a=b")
+    assert parse_global("empty=") == (["empty"], "")
+
+
+def test_global_colon_equals_is_json() -> None:
+    assert parse_global("n:=42") == (["n"], 42)
+    assert parse_global("flags:=[1, true, null]") == (["flags"], [1, True, None])
+    # ':=' after the first '=' belongs to the value
+    assert parse_global("a=b:=c") == (["a"], "b:=c")
+
+
+def test_global_dotted_keys_nest_and_merge() -> None:
+    got = build_globals(["models.default.url=http://x/v1", "models.default.key=k", "models.alt.url=y", "top=1"])
+    assert got == {"models": {"default": {"url": "http://x/v1", "key": "k"}, "alt": {"url": "y"}}, "top": "1"}
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=x", "a..b=1", ".a=1", "n:={bad json"])
+def test_global_bad_items_are_usage_errors(bad: str) -> None:
+    with pytest.raises(UsageError) as e:
+        build_globals([bad])
+    assert repr(bad) in str(e.value)
+
+
+def test_global_key_conflict_names_the_key() -> None:
+    with pytest.raises(UsageError, match="a.b is already a value"):
+        build_globals(["a.b=1", "a.b.c=2"])
+
+
+def test_globals_files_merge_under_items(tmp_path: Path) -> None:
+    f1 = tmp_path / "g1.json"
+    f1.write_text(json.dumps({"models": {"default": {"url": "u1", "key": "k1"}}, "keep": True}))
+    f2 = tmp_path / "g2.yaml"
+    f2.write_text("models:\n  default:\n    url: u2\n")
+    got = build_globals(["models.default.key=k3"], [str(f1), str(f2)])
+    assert got == {"models": {"default": {"url": "u2", "key": "k3"}}, "keep": True}
+
+
+def test_globals_file_must_be_an_object(tmp_path: Path) -> None:
+    f = tmp_path / "g.yaml"
+    f.write_text("- a\n- b\n")
+    with pytest.raises(UsageError, match="expected an object"):
+        build_globals([], [str(f)])
+
+
+# ---------------------------------------------------------------- validate / schema / version
+
+
+def test_validate_ok_exits_0(tmp_path: Path) -> None:
+    doc = tmp_path / "a.yaml"
+    doc.write_text("systemPrompt: hi\nmaxStep: 5\ntools: [bash]\n")
+    r = cli("validate", str(doc))
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout and "1 tool(s)" in r.stdout
+    assert r.stderr == ""
+
+
+def test_validate_reports_each_error_with_its_json_path(tmp_path: Path) -> None:
+    doc = tmp_path / "bad.json"
+    doc.write_text(json.dumps({
+        "id": "n1", "type": "ai/agent",
+        "configuration": {"maxStep": "many", "params": {"temperature": 9}, "streamRetryMode": "sometimes"},
+    }))
+    r = cli("validate", str(doc))
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    paths = {line.split(": ")[1] for line in lines}
+    assert paths == {
+        "$.configuration.maxStep", "$.configuration.params.temperature", "$.configuration.streamRetryMode"
+    }
+    assert all(line.startswith(str(doc)) for line in lines)
+    assert "Traceback" not in r.stderr
+
+
+def test_validate_warns_on_unknown_fields_but_passes(tmp_path: Path) -> None:
+    doc = tmp_path / "a.json"
+    doc.write_text(json.dumps({"systemPrompt": "x", "futureField": 1}))
+    r = cli("validate", str(doc))
+    assert r.returncode == 0
+    assert "warning:" in r.stderr and "$.futureField" in r.stderr
+
+
+def test_validate_missing_file_and_mixed_batch(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text("{}")
+    r = cli("validate", str(good), str(tmp_path / "nope.json"))
+    assert r.returncode == 1
+    assert "nope.json: no such file" in r.stderr
+    assert "good.json: ok" in r.stdout
+
+
+def test_validate_demo_and_spec_examples_load() -> None:
+    r = cli("validate", "examples/demo-agent.json")
+    assert r.returncode == 0, r.stderr
+
+
+def test_schema_is_json_schema_with_defs_and_accepts_the_demo() -> None:
+    import jsonschema
+
+    r = cli("schema")
+    assert r.returncode == 0
+    schema = json.loads(r.stdout)
+    assert "$defs" in schema and "AgentConfig" in schema["$defs"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    demo = json.loads((ROOT / "examples/demo-agent.json").read_text())
+    assert list(validator.iter_errors(demo)) == []
+    assert list(validator.iter_errors({"maxStep": "x"})) != []
+
+
+def test_version() -> None:
+    import chainreact
+
+    r = cli("version")
+    assert r.returncode == 0
+    assert r.stdout.startswith(f"chainreact {chainreact.__version__} ")
+
+
+# ---------------------------------------------------------------- start-up cost, usage and error handling
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = (
+        "import sys, json\n"
+        "from chainreact.cli import main\n"
+        "for argv in (['--help'], ['run', '--help'], ['validate', '--help']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = ['pydantic', 'httpx', 'yaml', 'jinja2', 'orjson', 'asyncio', 'chainreact.config', 'llama_cpp']\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == []
+    assert "usage: chainreact" in r.stdout
+
+
+def test_no_command_prints_help_and_exits_2() -> None:
+    r = cli()
+    assert r.returncode == 2
+    assert "usage: chainreact" in r.stderr
+
+
+def test_usage_errors_exit_2() -> None:
+    r = cli("run", "examples/demo-agent.json", "hi", "--global", "novalue")
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: --global 'novalue'")
+    r = cli("run", "examples/demo-agent.json", "hi", "--json", "--jsonl")
+    assert r.returncode == 2
+
+
+def test_runtime_error_is_one_line_unless_debug() -> None:
+    env = {"CHAINREACT_LOCAL_MODEL": "/nonexistent/model.gguf"}
+    r = cli("local-model", env=env)
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: CHAINREACT_LOCAL_MODEL=/nonexistent/model.gguf: no such file")
+    assert "Traceback" not in r.stderr
+    r = cli("--debug", "local-model", env=env)
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr and "LocalModelError" in r.stderr
+    r = cli("local-model", "--debug", env=env)  # the flag also works after the command
+    assert "Traceback" in r.stderr
