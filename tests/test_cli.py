@@ -15,7 +15,9 @@ from chainreact.cli import UsageError, build_globals, parse_global
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     full_env.pop("CHAINREACT_DEBUG", None)
     return subprocess.run(
@@ -41,7 +43,8 @@ def test_global_colon_equals_is_json() -> None:
 
 
 def test_global_dotted_keys_nest_and_merge() -> None:
-    got = build_globals(["models.default.url=http://x/v1", "models.default.key=k", "models.alt.url=y", "top=1"])
+    items = ["models.default.url=http://x/v1", "models.default.key=k", "models.alt.url=y", "top=1"]
+    got = build_globals(items)
     assert got == {"models": {"default": {"url": "http://x/v1", "key": "k"}, "alt": {"url": "y"}}, "top": "1"}
 
 
@@ -53,7 +56,7 @@ def test_global_bad_items_are_usage_errors(bad: str) -> None:
 
 
 def test_global_key_conflict_names_the_key() -> None:
-    with pytest.raises(UsageError, match="a.b is already a value"):
+    with pytest.raises(UsageError, match=r"a\.b is already a value"):
         build_globals(["a.b=1", "a.b.c=2"])
 
 
@@ -158,7 +161,8 @@ def test_help_does_not_import_heavy_modules() -> None:
         "        main(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "heavy = ['pydantic', 'httpx', 'yaml', 'jinja2', 'orjson', 'asyncio', 'chainreact.config', 'llama_cpp']\n"
+        "heavy = ['pydantic', 'httpx', 'yaml', 'jinja2', 'orjson', 'asyncio', 'chainreact.config',\n"
+        "         'llama_cpp']\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

