@@ -1,0 +1,562 @@
+"""FakeLLM: a scripted OpenAI-compatible chat-completions server on 127.0.0.1 for tests and benchmarks.
+
+It runs its own event loop in a background thread, so the same object works from synchronous tests,
+from inside a running event loop (`async with`), and from the CLI. Each chat request consumes one turn of
+the script (or asks a callable for one); see docs/testing.md for the turn keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import orjson
+
+from chainreact.errors import ChainreactError, ConfigError
+
+from ._http import FRAMING_HEADERS, BadRequest, HttpRequest, ResponseWriter, read_request
+from .expect import check_expect
+from .turns import (
+    Pause,
+    RenderContext,
+    error_payload,
+    estimate_tokens,
+    prompt_chars,
+    render_completion,
+    render_stream,
+    validate_turn,
+)
+
+Turn = Mapping[str, Any]
+Responder = Callable[[dict[str, Any]], "Turn | Awaitable[Turn | None] | None"]
+Script = Sequence[Turn] | Responder
+
+JSON = "application/json"
+SSE = "text/event-stream; charset=utf-8"
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request as the server received it. `body` is the parsed JSON, or None if it was not JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+    query: str = ""
+    turn_index: int | None = None  # which script turn answered it (chat requests only)
+    turn: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's `messages`, or [] when there are none."""
+        msgs = self.body.get("messages") if isinstance(self.body, dict) else None
+        return msgs if isinstance(msgs, list) else []
+
+
+def _is_chat(path: str) -> bool:
+    return path.rstrip("/") in ("/v1/chat/completions", "/chat/completions")
+
+
+class FakeLLM:
+    """A scripted OpenAI-compatible server. Use as a (async) context manager or via start()/stop()."""
+
+    def __init__(
+        self,
+        script: Script | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        model: str = "fake-model",
+        loop: bool = False,
+        record: bool = True,
+        backlog: int = 2048,
+    ):
+        self._responder: Responder | None = None
+        self._turns: list[dict[str, Any]] = []
+        if callable(script):
+            self._responder = script
+        elif script is not None:
+            if isinstance(script, str | bytes | Mapping):
+                raise ConfigError(
+                    "FakeLLM script must be a list of turn dicts or a callable(request) -> turn"
+                )
+            self._turns = [validate_turn(t, f"FakeLLM script turn {i}") for i, t in enumerate(script)]
+        self.host = host
+        self.latency = latency
+        self.model = model
+        self.loop = loop
+        self.record = record
+        self._backlog = backlog
+        self._requested_port = port
+        self._port: int | None = None
+        self._lock = threading.Lock()
+        self._consumed = 0
+        self._chat_count = 0
+        self.requests: list[RecordedRequest] = []
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._startup_error: BaseException | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # --- public surface ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise ChainreactError("FakeLLM is not running: call start() or use it as a context manager first")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """Base URL for an OpenAI-compatible client, e.g. http://127.0.0.1:PORT/v1."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in list(self.requests) if _is_chat(r.path)]
+
+    @property
+    def remaining(self) -> list[dict[str, Any]]:
+        """Turns not yet consumed (in loop mode: those left in the current pass). [] for a callable script."""
+        with self._lock:
+            if not self._turns:
+                return []
+            start = self._consumed % len(self._turns) if self.loop else self._consumed
+            return [dict(t) for t in self._turns[start:]]
+
+    @property
+    def consumed(self) -> int:
+        """How many chat requests took a turn (or a responder answer) so far."""
+        with self._lock:
+            return self._consumed
+
+    def add_turns(self, turns: Iterable[Turn]) -> None:
+        """Append turns to the script; allowed while the server runs."""
+        if self._responder is not None:
+            raise ChainreactError(
+                "FakeLLM.add_turns needs a list script; this server uses a responder callable"
+            )
+        with self._lock:
+            base = len(self._turns)
+            new = [validate_turn(t, f"FakeLLM turn {base + i}") for i, t in enumerate(turns)]
+            self._turns.extend(new)
+
+    def assert_all_consumed(self) -> None:
+        """Fail (AssertionError) when scripted turns were never requested: the agent stopped early."""
+        left = self.remaining
+        if left and not self.loop:
+            raise AssertionError(f"FakeLLM: {len(left)} scripted turn(s) never requested: {left!r}")
+
+    def start(self) -> Self:
+        if self._thread is not None:
+            raise ChainreactError("FakeLLM.start(): this server is already running")
+        ready = threading.Event()
+        self._startup_error = None
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="FakeLLM", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if self._startup_error is not None:
+            self._thread.join()
+            self._thread = None
+            err = self._startup_error
+            raise ChainreactError(
+                f"FakeLLM could not listen on {self.host}:{self._requested_port}: {err}; "
+                "pick another port or use port=0 for a free one"
+            ) from err
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, drop open connections and join the thread. Safe to call twice."""
+        thread, loop, stop_event = self._thread, self._loop, self._stop_event
+        if thread is None:
+            return
+        if loop is not None and stop_event is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stop_event.set)
+            except RuntimeError:
+                pass  # the loop closed between the check and the call
+        thread.join()
+        self._thread = None
+        self._port = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        # Starting takes a thread hand-off; do it off the caller's loop so that loop keeps running.
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+    def __repr__(self) -> str:
+        where = self.url if self._port is not None else "not running"
+        return f"<FakeLLM {where} turns={len(self._turns)} consumed={self._consumed}>"
+
+    # --- event loop thread -------------------------------------------------------------------------
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready))
+        except BaseException as e:
+            self._startup_error = e
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                self._loop = None
+                ready.set()
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._stop_event = asyncio.Event()
+        server = await asyncio.start_server(
+            self._handle, self.host, self._requested_port, backlog=self._backlog, limit=1 << 20
+        )
+        self._port = server.sockets[0].getsockname()[1]
+        ready.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            server.close()
+            for w in list(self._writers):
+                w.transport.abort()
+            tasks = list(self._tasks)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await server.wait_closed()
+            await asyncio.sleep(0)  # let aborted transports run their connection_lost callbacks
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        self._writers.add(writer)
+        rw: ResponseWriter | None = None
+        try:
+            while True:
+                try:
+                    req = await read_request(reader, writer)
+                except BadRequest as e:
+                    rw = ResponseWriter(writer, keep_alive=False)
+                    await rw.send(
+                        400, [("content-type", JSON)], _error_json(f"FakeLLM: bad HTTP request: {e}")
+                    )
+                    break
+                if req is None:
+                    break
+                rw = ResponseWriter(writer, req.keep_alive)
+                await self._dispatch(req, rw)
+                if rw.aborted or not rw.keep_alive:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away; nothing to answer
+        except asyncio.CancelledError:
+            pass  # server stopping
+        except Exception as e:  # a bug or a misbehaving responder: report it, never hang the client
+            print(f"FakeLLM: internal error while serving a request: {e!r}", file=sys.stderr)
+            if rw is not None and not rw.aborted:
+                rw.abort()
+        finally:
+            self._writers.discard(writer)
+            if task is not None:
+                self._tasks.discard(task)
+            if rw is None or not rw.aborted:
+                writer.close()
+
+    async def _dispatch(self, req: HttpRequest, rw: ResponseWriter) -> None:
+        path, _, query = req.target.partition("?")
+        body: Any = None
+        if req.body:
+            try:
+                body = orjson.loads(req.body)
+            except orjson.JSONDecodeError:
+                body = None
+        rec = RecordedRequest(req.method, path, dict(req.headers), body, req.body, query)
+        if self.record:
+            self.requests.append(rec)
+        route = path.rstrip("/")
+        if _is_chat(path):
+            if req.method != "POST":
+                await _send_json(
+                    rw, 405, _error_obj(f"use POST for {path}, not {req.method}", "method_not_allowed")
+                )
+            else:
+                await self._chat(req, rec, rw)
+        elif route in ("/v1/models", "/models") and req.method == "GET":
+            await _send_json(rw, 200, {"object": "list", "data": [self._model_card()]})
+        elif route.startswith(("/v1/models/", "/models/")) and req.method == "GET":
+            if route.rsplit("/", 1)[1] == self.model:
+                await _send_json(rw, 200, self._model_card())
+            else:
+                await _send_json(
+                    rw, 404, _error_obj(f"model {route.rsplit('/', 1)[1]!r} not found", "model_not_found")
+                )
+        else:
+            msg = (
+                "FakeLLM serves GET /v1/models and POST /v1/chat/completions; "
+                f"no route for {req.method} {path}"
+            )
+            await _send_json(rw, 404, _error_obj(msg, "not_found"))
+
+    def _model_card(self) -> dict[str, Any]:
+        return {"id": self.model, "object": "model", "created": 0, "owned_by": "chainreact"}
+
+    # --- chat completions --------------------------------------------------------------------------
+
+    async def _next_turn(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, int, str | None]:
+        """(turn, index, error message). A bad request never reaches here, so it consumes no turn."""
+        with self._lock:
+            index = self._consumed
+            if self._responder is None:
+                if not self._turns or (not self.loop and index >= len(self._turns)):
+                    return None, index, f"FakeLLM script exhausted after {len(self._turns)} turns"
+                self._consumed += 1
+                return self._turns[index % len(self._turns)], index, None
+            self._consumed += 1
+        try:
+            result = self._responder(body)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as e:
+            return None, index, f"FakeLLM responder raised {type(e).__name__}: {e}"
+        if result is None:
+            return None, index, f"FakeLLM responder returned no turn for request {index}"
+        try:
+            return validate_turn(result, f"FakeLLM responder turn for request {index}"), index, None
+        except ConfigError as e:
+            return None, index, str(e)
+
+    async def _chat(self, req: HttpRequest, rec: RecordedRequest, rw: ResponseWriter) -> None:
+        body = rec.body
+        if not isinstance(body, dict):
+            what = "not valid JSON" if body is None else f"a JSON {type(body).__name__}"
+            await _send_json(
+                rw, 400, _error_obj(f"request body must be a JSON object; got {what}", "invalid_json")
+            )
+            return
+        turn, index, err = await self._next_turn(body)
+        if turn is None:
+            await _send_json(
+                rw, 500, {"error": {"message": err, "type": "server_error", "code": "fake_llm_script"}}
+            )
+            return
+        rec.turn_index, rec.turn = index, turn
+        if "expect" in turn:
+            diffs = check_expect(turn["expect"], body, req.headers)
+            if diffs:
+                msg = f"FakeLLM turn {index}: the request did not match 'expect': " + "; ".join(diffs)
+                await _send_json(rw, 418, _error_obj(msg, "expectation_failed"))
+                return
+        wait = self.latency + float(turn.get("delay", 0)) + float(turn.get("first_byte_delay", 0))
+        if wait > 0:
+            await asyncio.sleep(wait)
+        fault = turn.get("fault")
+        if fault == "reset":
+            rw.abort()
+            return
+        stream = body.get("stream") is True
+        with self._lock:
+            self._chat_count += 1
+            n = self._chat_count
+        base_headers = [("x-request-id", f"req_fake_{n}")]
+        status = int(turn.get("status", 200))
+        if "raw_body" in turn or "raw_body_b64" in turn:
+            await self._send_raw(turn, rw, status, base_headers)
+            return
+        if "body" in turn or status >= 400:
+            payload = error_payload(turn, status, f"FakeLLM scripted HTTP {status} error (turn {index})")
+            data, ctype = (
+                (payload.encode(), "text/plain; charset=utf-8")
+                if isinstance(payload, str)
+                else (
+                    orjson.dumps(payload),
+                    JSON,
+                )
+            )
+            await rw.send(status, _headers(turn, ctype, base_headers), data)
+            return
+        if fault == "empty":
+            await rw.send(status, _headers(turn, SSE if stream else JSON, base_headers), b"")
+            return
+        ctx = RenderContext(
+            completion_id=f"chatcmpl-fake{n}",
+            created=int(time.time()),
+            model=str(turn.get("model", self.model)),
+            call_id_prefix=f"call_{n}",
+            prompt_tokens=max(1, estimate_tokens(prompt_chars(body))),
+        )
+        if stream:
+            opts = body.get("stream_options")
+            include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+            await self._send_stream(turn, ctx, include_usage, rw, status, base_headers)
+        else:
+            await self._send_completion(turn, ctx, rw, status, base_headers)
+
+    async def _send_completion(
+        self,
+        turn: dict[str, Any],
+        ctx: RenderContext,
+        rw: ResponseWriter,
+        status: int,
+        base: list[tuple[str, str]],
+    ) -> None:
+        fault = turn.get("fault")
+        headers = _headers(turn, JSON, base)
+        if fault == "error_event":
+            # A 200 whose body is an error object: what some providers send instead of a 4xx/5xx.
+            data = orjson.dumps(error_payload(turn, None, "FakeLLM scripted error in a 200 response"))
+            await rw.send(status, headers, data)
+            return
+        data = orjson.dumps(render_completion(turn, ctx))
+        if fault == "malformed":
+            await rw.send(status, headers, data[: len(data) // 2])
+        elif fault == "disconnect":
+            await rw.send_partial(status, headers, data, len(data) // 2)
+            rw.abort()
+        else:
+            await rw.send(status, headers, data)
+
+    async def _send_stream(
+        self,
+        turn: dict[str, Any],
+        ctx: RenderContext,
+        include_usage: bool,
+        rw: ResponseWriter,
+        status: int,
+        base: list[tuple[str, str]],
+    ) -> None:
+        events: list[bytes | Pause] = [
+            item if isinstance(item, Pause) else b"data: " + orjson.dumps(item) + b"\n\n"
+            for item in render_stream(turn, ctx, include_usage)
+        ]
+        headers = _headers(turn, SSE, [*base, ("cache-control", "no-cache")])
+        await rw.start_chunked(status, headers)
+        fault = turn.get("fault")
+        after = int(turn.get("after_chunks", 1))
+        delay = float(turn.get("chunk_delay", 0))
+        sent = 0
+        fault_done = fault not in ("disconnect", "malformed", "error_event")
+        for ev in events:
+            if isinstance(ev, Pause):
+                await asyncio.sleep(ev.seconds)
+                continue
+            if not fault_done and sent == after:
+                fault_done = True
+                if not await self._stream_fault(turn, rw, ev):
+                    return
+            if sent and delay:
+                await asyncio.sleep(delay)
+            await rw.chunk(ev)
+            sent += 1
+        if not fault_done and not await self._stream_fault(turn, rw, b"data: {}\n\n"):
+            return
+        if delay:
+            await asyncio.sleep(delay)
+        await rw.chunk(b"data: [DONE]\n\n")
+        await rw.end_chunked()
+
+    async def _stream_fault(self, turn: dict[str, Any], rw: ResponseWriter, next_event: bytes) -> bool:
+        """Inject the turn's stream fault; False when the stream ends here."""
+        fault = turn["fault"]
+        if fault == "disconnect":
+            rw.abort()
+            return False
+        if fault == "malformed":
+            # The next chunk's JSON cut in half: what a proxy that splits an event produces.
+            payload = next_event[len(b"data: ") : -2]
+            await rw.chunk(b"data: " + payload[: max(1, len(payload) // 2)] + b"\n\n")
+            return True
+        data = orjson.dumps(error_payload(turn, None, "FakeLLM scripted error event in the stream"))
+        await rw.chunk(b"data: " + data + b"\n\n")
+        await rw.chunk(b"data: [DONE]\n\n")
+        await rw.end_chunked()
+        return False
+
+    async def _send_raw(
+        self, turn: dict[str, Any], rw: ResponseWriter, status: int, base: list[tuple[str, str]]
+    ) -> None:
+        if "raw_body_b64" in turn:
+            data = base64.b64decode(turn["raw_body_b64"])
+        else:
+            data = turn["raw_body"].encode("utf-8")
+        looks_sse = data.lstrip().startswith((b"data:", b"event:", b":"))
+        headers = _headers(turn, SSE if looks_sse else JSON, base)
+        ctype = next(v for k, v in headers if k == "content-type")
+        fault = turn.get("fault")
+        if fault == "empty":
+            await rw.send(status, headers, b"")
+            return
+        if "event-stream" not in ctype.lower():
+            if fault == "disconnect":
+                await rw.send_partial(status, headers, data, len(data) // 2)
+                rw.abort()
+            else:
+                await rw.send(status, headers, data)
+            return
+        # One HTTP chunk per SSE event, so chunk_delay and disconnect act at event boundaries.
+        pieces = data.split(b"\n\n")
+        events = [p + b"\n\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+        after = int(turn.get("after_chunks", 1))
+        delay = float(turn.get("chunk_delay", 0))
+        await rw.start_chunked(status, headers)
+        for i, ev in enumerate(events):
+            if fault == "disconnect" and i == after:
+                rw.abort()
+                return
+            if i and delay:
+                await asyncio.sleep(delay)
+            await rw.chunk(ev)
+        if fault == "disconnect":
+            rw.abort()
+            return
+        await rw.end_chunked()
+
+
+def _headers(
+    turn: Mapping[str, Any], default_ctype: str, base: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Scripted headers minus framing ones, plus a content-type: `content_type` key, scripted, or default."""
+    out = list(base)
+    ctype = turn.get("content_type")
+    for name, value in (turn.get("headers") or {}).items():
+        key = name.lower()
+        if key in FRAMING_HEADERS:
+            continue
+        if key == "content-type":
+            ctype = ctype or str(value)
+            continue
+        out.append((key, str(value)))
+    out.append(("content-type", ctype or default_ctype))
+    return out
+
+
+def _error_obj(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+def _error_json(message: str) -> bytes:
+    return orjson.dumps(_error_obj(message, "bad_request"))
+
+
+async def _send_json(rw: ResponseWriter, status: int, obj: Any) -> None:
+    await rw.send(status, [("content-type", JSON)], orjson.dumps(obj))
