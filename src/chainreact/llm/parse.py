@@ -1,0 +1,355 @@
+"""Turning provider responses into chainreact's message types.
+
+One code path for every "OpenAI-compatible" dialect we know of: `reasoning_content` / `reasoning` /
+`reasoning_details` / Mistral thinking parts, content as a string or as a list of parts, tool-call deltas
+with or without `index`, ids repeated on every fragment, arguments as one string or as an object, usage in
+the last chunk, in a usage-only chunk or in Groq's `x_groq`, and `{"error": ...}` objects inside a 200.
+Only choice 0 is read (the agent never asks for n > 1).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from chainreact.errors import EmptyResponseError, MalformedResponseError, ModelError
+from chainreact.types import (
+    Message,
+    ModelResponse,
+    ReasoningChunk,
+    StreamItem,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+    Usage,
+)
+
+# Provider error codes (in-stream error objects) worth retrying: rate limits and server-side failures.
+_RETRYABLE_CODES = frozenset({408, 429, 500, 502, 503, 504, 529})
+_MAX_ERROR_BODY = 4000  # characters of a provider error body kept in ModelError.body
+
+
+def _new_call_id() -> str:
+    # Providers that omit ids still need unique ones: the tool result must name its call.
+    return "call_" + os.urandom(8).hex()
+
+
+def _args_str(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()  # some servers send the arguments as a JSON object
+
+
+def _reasoning_of(d: dict[str, Any]) -> str:
+    """The reasoning text of a message or delta: reasoning_content, else reasoning, else the text of
+    reasoning_details (one field per delta: providers that send several carry the same text in each)."""
+    r = d.get("reasoning_content")
+    if isinstance(r, str) and r:
+        return r
+    r = d.get("reasoning")
+    if isinstance(r, str) and r:
+        return r
+    details = d.get("reasoning_details")
+    if isinstance(details, list) and details:
+        return "".join(x["text"] for x in details if isinstance(x, dict) and isinstance(x.get("text"), str))
+    return ""
+
+
+def _parts(parts: list[Any]) -> tuple[str, str]:
+    """(text, reasoning) of list-form content: `text` parts and Mistral-style `thinking` parts."""
+    text: list[str] = []
+    thinking: list[str] = []
+    for p in parts:
+        if isinstance(p, str):
+            text.append(p)
+            continue
+        if not isinstance(p, dict):
+            continue
+        kind = p.get("type")
+        if kind == "text" and isinstance(p.get("text"), str):
+            text.append(p["text"])
+        elif kind == "thinking":
+            inner = p.get("thinking")
+            if isinstance(inner, str):
+                thinking.append(inner)
+            elif isinstance(inner, list):
+                t, _ = _parts(inner)
+                thinking.append(t)
+    return "".join(text), "".join(thinking)
+
+
+def error_message(payload: Any) -> str | None:
+    """The human message of a provider error object, whatever its shape; None if it is not an error."""
+    if isinstance(payload, list) and payload:  # Gemini wraps errors in a one-element list
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        return None
+    err = payload.get("error")
+    if err is None:
+        if "choices" not in payload and isinstance(payload.get("detail"), str | list):
+            return str(payload["detail"])  # FastAPI-style servers (vLLM, TGI)
+        if "choices" not in payload and isinstance(payload.get("message"), str) and "object" not in payload:
+            return str(payload["message"])
+        return None
+    if isinstance(err, str):
+        return err or "unknown error"
+    if isinstance(err, dict):
+        msg = err.get("message") or err.get("msg") or err.get("detail")
+        meta = err.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("raw"), str) and meta["raw"] not in str(msg):
+            msg = f"{msg} ({meta['raw']})"  # OpenRouter puts the upstream's message here
+        return str(msg) if msg else orjson.dumps(err).decode()
+    return str(err)
+
+
+def _error_code(payload: dict[str, Any]) -> int | None:
+    err = payload.get("error")
+    if isinstance(err, dict):
+        for key in ("code", "status"):
+            code = err.get(key)
+            if isinstance(code, int):
+                return code
+            if isinstance(code, str) and code.isdigit():
+                return int(code)
+    return None
+
+
+def stream_error(payload: dict[str, Any], endpoint: str) -> ModelError:
+    """A ModelError for an error object received inside a 200 response (status None)."""
+    msg = error_message(payload) or "unknown error"
+    code = _error_code(payload)
+    return ModelError(
+        f"{endpoint}: the endpoint reported an error inside the response: {msg}",
+        status=None,
+        endpoint=endpoint,
+        retryable=code in _RETRYABLE_CODES,
+        body=orjson.dumps(payload).decode()[:_MAX_ERROR_BODY],
+    )
+
+
+class _Call:
+    __slots__ = ("args", "id", "key", "name", "pos")
+
+    def __init__(self, key: int, pos: int, id: str | None, name: str | None) -> None:
+        self.key = key
+        self.pos = pos
+        self.id = id
+        self.name = name
+        self.args: list[str] = []
+
+
+class StreamAssembler:
+    """Merges chat.completion.chunk objects into stream items and, at the end, one ModelResponse.
+
+    `feed(obj, out)` appends the items to emit for one chunk to `out` (no per-chunk list allocation);
+    `finish()` returns the complete response or raises EmptyResponseError when no finish_reason came.
+    ToolCallChunk.index is the call's position in the final tool_calls list (order of first appearance).
+    """
+
+    __slots__ = ("_by_key", "_calls", "_content", "_endpoint", "_finish", "_model", "_reasoning",
+                 "_refusal", "_usage", "chunks")
+
+    def __init__(self, endpoint: str = "") -> None:
+        self._endpoint = endpoint
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: list[_Call] = []
+        self._by_key: dict[int, _Call] = {}
+        self._finish: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self._model: str | None = None
+        self.chunks = 0
+
+    def feed(self, obj: Any, out: list[StreamItem]) -> None:
+        if not isinstance(obj, dict):
+            raise MalformedResponseError(
+                f"{self._endpoint}: stream event is not a JSON object: {str(obj)[:200]}",
+                endpoint=self._endpoint, retryable=True,
+            )
+        self.chunks += 1
+        if obj.get("error") is not None:
+            raise stream_error(obj, self._endpoint)
+        if self._model is None:
+            self._model = obj.get("model")
+        usage = obj.get("usage")
+        if usage:
+            self._usage = usage  # cumulative where repeated (Perplexity): the last one wins
+        else:
+            xg = obj.get("x_groq")
+            if xg and isinstance(xg, dict) and xg.get("usage"):
+                self._usage = xg["usage"]
+        choices = obj.get("choices")
+        if not choices:
+            return
+        for choice in choices:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or choice.get("message")
+            if delta:
+                self._delta(delta, out)
+            fr = choice.get("finish_reason")
+            if fr:
+                self._finish = fr
+
+    def _delta(self, d: dict[str, Any], out: list[StreamItem]) -> None:
+        content = d.get("content")
+        if content:
+            if isinstance(content, str):
+                self._content.append(content)
+                out.append(TextChunk(content))
+            elif isinstance(content, list):
+                text, thinking = _parts(content)
+                if thinking:
+                    self._reasoning.append(thinking)
+                    out.append(ReasoningChunk(thinking))
+                if text:
+                    self._content.append(text)
+                    out.append(TextChunk(text))
+        if "reasoning_content" in d or "reasoning" in d or "reasoning_details" in d:
+            r = _reasoning_of(d)
+            if r:
+                self._reasoning.append(r)
+                out.append(ReasoningChunk(r))
+        refusal = d.get("refusal")
+        if refusal and isinstance(refusal, str):
+            self._refusal.append(refusal)
+        calls = d.get("tool_calls")
+        if calls:
+            for frag in calls:
+                self._tool_fragment(frag, out)
+
+    def _tool_fragment(self, frag: dict[str, Any], out: list[StreamItem]) -> None:
+        fn = frag.get("function") or {}
+        fid = frag.get("id") or None
+        name = fn.get("name") or None
+        args = _args_str(fn.get("arguments"))
+        key = frag.get("index")
+        call: _Call | None
+        if isinstance(key, int):
+            call = self._by_key.get(key)
+            if call is not None and fid and call.id and fid != call.id:
+                # Same index, new id: a provider numbering every parallel call 0. Start a new call.
+                call = None
+                key = -1 - len(self._calls)
+        else:
+            # No index: an id we know continues that call; a new id starts one; no id continues the last.
+            call = None
+            if fid:
+                for c in self._calls:
+                    if c.id == fid:
+                        call = c
+                        break
+            elif self._calls:
+                call = self._calls[-1]
+            key = call.key if call is not None else -1 - len(self._calls)
+        is_new = call is None
+        if call is None:
+            call = _Call(key, len(self._calls), fid, name)
+            self._calls.append(call)
+            self._by_key[key] = call
+        else:
+            if fid and not call.id:
+                call.id = fid
+            if name and not call.name:
+                call.name = name
+        if args:
+            call.args.append(args)
+        if is_new or args:
+            out.append(ToolCallChunk(call.pos, fid if is_new else None, name if is_new else None, args))
+
+    def finish(self) -> ModelResponse:
+        if self._finish is None:
+            got = f"{self.chunks} chunk(s)" if self.chunks else "no chunks"
+            raise EmptyResponseError(
+                f"{self._endpoint}: the stream ended without a finish_reason ({got}); the answer is "
+                "incomplete (connection cut or provider failure)",
+                endpoint=self._endpoint, retryable=True,
+            )
+        return self.response()
+
+    def response(self) -> ModelResponse:
+        """What has been assembled so far, as a response (finish_reason may be None)."""
+        tool_calls = None
+        if self._calls:
+            ordered = sorted(self._calls, key=_call_order)
+            tool_calls = [ToolCall(c.id or _new_call_id(), c.name or "", "".join(c.args) or "{}")
+                          for c in ordered]
+        reasoning = "".join(self._reasoning)
+        msg = Message("assistant", "".join(self._content), tool_calls, reasoning=reasoning or None)
+        extra: dict[str, Any] = {}
+        if self._refusal:
+            extra["refusal"] = "".join(self._refusal)
+        usage = Usage.from_openai(self._usage)
+        return ModelResponse(msg, self._finish, usage, self._model, self._endpoint, extra)
+
+
+def _call_order(c: _Call) -> tuple[int, int]:
+    # Provider indices first (in index order); calls keyed by appearance (negative keys) after, in order.
+    return (0, c.key) if c.key >= 0 else (1, -c.key)
+
+
+def parse_completion(obj: Any, endpoint: str = "") -> ModelResponse:
+    """Parse a non-streaming chat.completion object (raises ModelError for an error object)."""
+    if not isinstance(obj, dict):
+        raise MalformedResponseError(
+            f"{endpoint}: expected a chat.completion JSON object, got {type(obj).__name__}",
+            endpoint=endpoint, retryable=True,
+        )
+    if obj.get("error") is not None:
+        raise stream_error(obj, endpoint)
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedResponseError(
+            f"{endpoint}: the response has no choices: {orjson.dumps(obj).decode()[:300]}",
+            endpoint=endpoint, retryable=True, body=orjson.dumps(obj).decode()[:_MAX_ERROR_BODY],
+        )
+    choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), choices[0])
+    m = choice.get("message") or choice.get("delta") or {}
+    content = m.get("content")
+    reasoning = _reasoning_of(m)
+    if isinstance(content, list):
+        text, thinking = _parts(content)
+        content = text
+        reasoning = reasoning or thinking
+    elif content is None:
+        content = ""
+        if isinstance(choice.get("text"), str):
+            content = choice["text"]  # legacy completions shape, still sent by some servers
+    elif not isinstance(content, str):
+        content = str(content)
+    tool_calls = None
+    raw_calls = m.get("tool_calls")
+    if raw_calls:
+        tool_calls = []
+        for tc in raw_calls:
+            fn = tc.get("function") or {}
+            tool_calls.append(ToolCall(tc.get("id") or _new_call_id(), fn.get("name") or "",
+                                       _args_str(fn.get("arguments")) or "{}"))
+    extra: dict[str, Any] = {}
+    refusal = m.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        extra["refusal"] = refusal
+    usage = obj.get("usage")
+    if not usage and isinstance(obj.get("x_groq"), dict):
+        usage = obj["x_groq"].get("usage")
+    msg = Message("assistant", content, tool_calls, reasoning=reasoning or None)
+    finish = choice.get("finish_reason")
+    if finish is None:
+        # A complete non-streamed answer without finish_reason (some local servers): call it by content.
+        finish = "tool_calls" if tool_calls else "stop"
+    return ModelResponse(msg, finish, Usage.from_openai(usage), obj.get("model"), endpoint, extra)
+
+
+def loads(data: bytes, endpoint: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise MalformedResponseError(
+            f"{endpoint}: invalid JSON from the endpoint: {data[:200].decode('utf-8', 'replace')!r}",
+            endpoint=endpoint, retryable=True, body=data[:_MAX_ERROR_BODY].decode("utf-8", "replace"),
+        ) from None

@@ -1,0 +1,101 @@
+"""Retries of one endpoint: backoff with jitter, Retry-After, and the two streaming retry modes.
+
+streamRetryMode "off": items go to the caller as they arrive; a failure is retried only inside the
+probe window, i.e. before the first item (text, reasoning or tool-call delta) reached the caller: the
+HTTP status and headers, keep-alive comments and role-only/empty deltas. After that a failure is raised
+(the caller already showed part of the answer; replaying would duplicate it).
+streamRetryMode "full": the whole attempt is buffered and released only once it completed, so a failure
+mid-stream is retried (and may fail over) invisibly, at the price of no real-time output.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+
+from chainreact.errors import ModelError
+from chainreact.types import ClientEvent, ModelResponse, RetryEvent, StreamItem
+
+from .request import ModelRequest
+
+log = logging.getLogger("chainreact.llm")
+
+ModelFn = Callable[[ModelRequest], AsyncIterator[StreamItem]]
+Sleep = Callable[[float], Awaitable[None]]
+Report = Callable[[ClientEvent], None]
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """Backoff: attempt n waits base_delay * 2**(n-1), capped at max_delay, minus up to `jitter` of it
+    at random (so clients that failed together do not retry together). A Retry-After (or retry-after-ms)
+    from the provider replaces the computed delay, capped at max_retry_after."""
+
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+    jitter: float = 0.5
+
+    def delay(self, attempt: int, err: ModelError, rng: Callable[[], float]) -> float:
+        if err.retry_after is not None:
+            return min(max(err.retry_after, 0.0), self.max_retry_after)
+        d = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
+        return d * (1.0 - self.jitter * rng())
+
+
+def _interrupted(e: ModelError, items: int) -> ModelError:
+    msg = (f"{e} (the stream failed after {items} item(s) were delivered; streamRetryMode 'off' retries "
+           "only before the first chunk: set streamRetryMode to 'full' to retry mid-stream failures)")
+    out = type(e)(msg, status=e.status, endpoint=e.endpoint, retryable=False, body=e.body)
+    out.__cause__ = e
+    return out
+
+
+async def with_retries(
+    fn: ModelFn,
+    req: ModelRequest,
+    *,
+    max_retries: int,
+    mode: str = "off",
+    policy: RetryPolicy | None = None,
+    sleep: Sleep,
+    rng: Callable[[], float] = random.random,
+    report: Report | None = None,
+) -> AsyncIterator[StreamItem]:
+    """Run `fn` (one attempt) up to 1 + max_retries times; yield its items per the stream retry mode."""
+    policy = policy or RetryPolicy()
+    buffered = mode == "full" and req.stream
+    attempt = 0
+    while True:
+        attempt += 1
+        r = req if attempt == 1 else replace(req, attempt=attempt)
+        delivered = 0
+        buf: list[StreamItem] = []
+        try:
+            async for item in fn(r):
+                if isinstance(item, ModelResponse):
+                    for b in buf:
+                        yield b
+                    yield item
+                    return
+                if buffered:
+                    buf.append(item)
+                else:
+                    delivered += 1
+                    yield item
+            raise ModelError(f"{req.endpoint}: the model call ended without a response (a wrap_model "
+                             "middleware returned no ModelResponse?)", endpoint=req.endpoint)
+        except ModelError as e:
+            if delivered:
+                raise _interrupted(e, delivered) from e
+            if not e.retryable or attempt > max_retries:
+                raise
+            delay = policy.delay(attempt, e, rng)
+            log.warning("model endpoint %s: attempt %d/%d failed: %s; retrying in %.2fs",
+                        req.endpoint, attempt, max_retries + 1, e, delay)
+            if report is not None:
+                report(RetryEvent(endpoint=req.endpoint, attempt=attempt, delay=delay, error=str(e),
+                                  status=e.status))
+            await sleep(delay)
