@@ -1,0 +1,171 @@
+"""From descriptors to tools: resolving a config's `tools` list (strings and objects mixed).
+
+    "bash"                                  builtin by name (string shorthand)
+    {"type": "builtin", "name", "config"}   builtin with its config (workDir, timeout...)
+    {"type": "python", "name", "config": {"function": "pkg.mod:fn"}}   a Python function
+    {"type": "http" | "standard", ...}      an HTTP endpoint (the flow spec's ToolForAIDef)
+    {"type": "mcp", ...}                    the tools of an MCP server (filtered)
+    {"type": "agent", "targetId": "id"}     another agent document, as a tool
+    {"type": "rulechain", ...}              reserved for the chain engine (not available yet)
+
+Tool objects and plain functions (programmatic users) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import AgentDocument, ToolDescriptor, load_document
+from ..errors import ConfigError
+from ..tools.base import Tool, as_tool
+from ..tools.registry import create_builtin
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+
+class AgentRegistry:
+    """Finds agent documents by id: from a dict (id -> document/path/Agent) and/or directories.
+
+    In a directory, `<id>.json|.yaml|.yml` matches, as does any document whose node `id` equals the id.
+    """
+
+    def __init__(self, agents: Mapping[str, Any] | None = None, dirs: Sequence[str | Path] = ()):
+        self._agents: dict[str, Any] = dict(agents or {})
+        self._dirs = [Path(d) for d in dirs]
+
+    def find(self, target_id: str) -> Any:
+        if target_id in self._agents:
+            return self._agents[target_id]
+        for d in self._dirs:
+            for ext in (".json", ".yaml", ".yml"):
+                p = d / f"{target_id}{ext}"
+                if p.is_file():
+                    return str(p)
+            for p in sorted(d.glob("*")):
+                if p.suffix in (".json", ".yaml", ".yml") and p.is_file():
+                    try:
+                        doc = load_document(p)
+                    except ConfigError:
+                        continue
+                    if doc.id == target_id:
+                        return doc
+        return None
+
+    def ids(self) -> list[str]:
+        ids = set(self._agents)
+        for d in self._dirs:
+            ids.update(p.stem for p in d.glob("*") if p.suffix in (".json", ".yaml", ".yml"))
+        return sorted(ids)
+
+
+def _import_function(path: str, where: str) -> Callable[..., Any]:
+    mod, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    if not mod or not attr:
+        raise ConfigError(f"{where}: expected a function path like 'package.module:function', got {path!r}")
+    try:
+        fn = getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{where}: cannot import {path!r}: {e}") from None
+    if not callable(fn):
+        raise ConfigError(f"{where}: {path!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
+    tools: list[Tool] = []
+    mcp: list[tuple[str, ToolDescriptor]] = []
+    for i, entry in enumerate(entries):
+        where = f"tools[{i}]"
+        if isinstance(entry, Tool) or (callable(entry) and not isinstance(entry, str | dict)):
+            tools.append(as_tool(entry))
+            continue
+        if isinstance(entry, str):
+            tools.append(create_builtin(entry, {}, None, where))
+            continue
+        desc = entry if isinstance(entry, ToolDescriptor) else ToolDescriptor.model_validate(entry)
+        desc = owner._render_descriptor(desc)
+        if desc.type == "builtin":
+            if not desc.name:
+                raise ConfigError(f"{where}: a builtin tool needs a name (e.g. 'bash')")
+            tools.append(create_builtin(desc.name, desc.config, desc, where))
+        elif desc.type == "python":
+            path = desc.config.get("function") or desc.name
+            fn = _import_function(str(path), where)
+            from ..tools.base import FunctionTool
+
+            name = desc.name if desc.name and ":" not in desc.name else None
+            t = FunctionTool(fn, name=name, description=desc.description or None,
+                             parameters=_parameters(desc.parameters, where))
+            if desc.timeout:
+                t.timeout = desc.timeout / 1000
+            tools.append(t)
+        elif desc.type in ("http", "standard"):
+            from ..tools.http import create_http_tool
+
+            tools.append(create_http_tool(desc))
+        elif desc.type == "mcp":
+            mcp.append((where, desc))
+        elif desc.type == "agent":
+            tools.append(_agent_tool(desc, owner, where))
+        elif desc.type == "rulechain":
+            raise ConfigError(
+                f"{where}: tool type 'rulechain' (targetId {desc.targetId!r}) needs the rule-chain engine, "
+                "which is not available yet in chainreact; remove this entry or use an 'agent' tool"
+            )
+    if mcp:
+        try:
+            from ..tools.mcp import load_mcp_tools
+        except ImportError as e:
+            raise ConfigError(
+                f"{mcp[0][0]}: MCP tools need the 'mcp' extra: pip install 'chainreact[mcp]' ({e})"
+            ) from None
+        tools.extend(await load_mcp_tools([d for _, d in mcp], providers=owner.providers))
+    seen: dict[str, int] = {}
+    for i, t in enumerate(tools):
+        if t.name in seen:
+            raise ConfigError(f"tools: two tools are named {t.name!r} (entries {seen[t.name]} and {i}); "
+                              "tool names must be unique—rename one")
+        seen[t.name] = i
+    return tools
+
+
+def _parameters(p: Any, where: str) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    if isinstance(p, str):
+        import orjson
+
+        try:
+            p = orjson.loads(p)
+        except orjson.JSONDecodeError as e:
+            raise ConfigError(f"{where}.parameters: not valid JSON Schema text: {e}") from None
+    if isinstance(p, dict) and "schema" in p and "type" not in p:
+        p = p["schema"]  # the flow spec wraps it as {"schema": {...}}
+    if not isinstance(p, dict):
+        raise ConfigError(f"{where}.parameters: expected a JSON Schema object")
+    return p
+
+
+def _agent_tool(desc: ToolDescriptor, owner: Agent, where: str) -> Tool:
+    from .agent import Agent
+
+    if not desc.targetId:
+        raise ConfigError(f"{where}: an 'agent' tool needs a targetId naming another agent document")
+    found = owner.agents.find(desc.targetId)
+    if found is None:
+        known = ", ".join(owner.agents.ids()) or "(none registered)"
+        raise ConfigError(f"{where}: no agent with id {desc.targetId!r}; known agent ids: {known}. "
+                          "Pass agents= (a dict or a directory) to Agent.from_config")
+    if isinstance(found, Agent):
+        sub = found
+    else:
+        src = found.config if isinstance(found, AgentDocument) else found
+        sub = Agent.from_config(found if isinstance(found, AgentDocument) else src,
+                                globals=owner.globals, agents=owner.agents, providers=owner.providers)
+    return sub.as_tool(name=desc.name or None, description=desc.description or None,
+                       **{k: v for k, v in desc.config.items()
+                          if k in ("full_history", "emit_internal_events")})

@@ -1,0 +1,312 @@
+"""The ReAct loop: one state machine for streaming and non-streaming runs.
+
+A run is an async generator of events. Each step is one model call plus the tool calls it asked for:
+
+    before_model -> model call (streamed or not; text routed by detection.py) -> after_model
+    -> no tool calls?  final answer, done
+    -> tool calls      run them (tool_exec.py), append results in call order, next step
+
+`Agent.run()` folds this generator; `Agent.stream()` yields it; `Agent.start()` drives it in a task so
+it can be cancelled (cancel.py). Streaming and non-streaming differ only in how the model is asked
+(`stream=True/False`); the router turns either into the same events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MaxStepsError
+from ..tools.base import ToolContext
+from ..types import (
+    Cancelled,
+    ErrorEvent,
+    Event,
+    Final,
+    Message,
+    ModelCallEnd,
+    ModelResponse,
+    Preamble,
+    ReasoningChunk,
+    ReasoningDelta,
+    RunStart,
+    StepEnd,
+    TextChunk,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+)
+from .cancel import CancelMode, CancelState, repair_history
+from .detection import DRAIN, StreamRouter
+from .inputs import build_messages
+from .middleware import AgentContext, RunState
+from .result import RunResult
+from .tool_exec import ToolRunner
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+log = logging.getLogger("chainreact.agent")
+
+MAX_STEPS_PROMPT = (
+    "You have reached the maximum number of steps for this task. Do not call any more tools. "
+    "Answer now with the best answer you can give from the information above."
+)
+_THINK = re.compile(r"<think>(.*?)</think>\s*", re.S)
+
+
+class _RunCancelled(Exception):
+    """Internal: a safe-point cancel was reached."""
+
+
+class ReactLoop:
+    """One run of an agent. Create, iterate `events()`, then read `result`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        streaming: bool,
+        metadata: dict[str, Any] | None = None,
+        session_values: dict[str, Any] | None = None,
+        cancel: CancelState | None = None,
+        path: tuple[str, ...] = (),
+    ):
+        self.agent = agent
+        self.streaming = streaming
+        self.metadata = metadata or {}
+        self.session_values = session_values
+        self.cancel = cancel
+        self.run_id = secrets.token_hex(8)
+        self.path = (*path, agent.name)
+        self.step = 0
+        self.result: RunResult | None = None
+        self.state: RunState | None = None
+        self._seq = 0
+        self._usage = Usage()
+        self._side: list[Event] = []  # events raised in callbacks (retries, nested agents), flushed in order
+
+    def _ev(self, ev: Event) -> Event:
+        self._seq += 1
+        ev.run_id, ev.agent, ev.step, ev.seq, ev.path = self.run_id, self.agent.name, self.step, self._seq, self.path
+        return ev
+
+    def _on_client_event(self, ev: Event) -> None:
+        self._side.append(ev)
+
+    def _forward_nested(self, ev: Event) -> None:
+        """Inner agents' events (agent-as-tool with emit_internal_events) keep their own stamps and path."""
+        self._side.append(ev)
+
+    def _flush(self) -> list[Event]:
+        out = [e if e.run_id else self._ev(e) for e in self._side]
+        self._side.clear()
+        return out
+
+    async def events(self, data: Any) -> AsyncIterator[Event]:
+        agent = self.agent
+        try:
+            await agent._ensure_ready()
+            yield self._ev(RunStart(input=data))
+            ctx = AgentContext(
+                instruction=agent._render_instruction(self.metadata, self.session_values),
+                tools=list(agent._tools),
+                return_directly=set(agent.return_directly),
+                input=data,
+            )
+            for m in agent._mw.before_agent:
+                await m.before_agent(ctx)
+            state = self.state = RunState(
+                messages=build_messages(data, ctx.instruction, agent.preset_messages),
+                tool_specs=[t.spec() for t in ctx.tools],
+                tools={t.name: t for t in ctx.tools},
+                return_directly=ctx.return_directly,
+                run_id=self.run_id,
+            )
+            async for ev in self._steps(state):
+                yield ev
+        except _RunCancelled:
+            yield self._cancelled()
+        except asyncio.CancelledError:
+            if self.cancel is None or not self.cancel.requested:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            yield self._cancelled()
+        except Exception as e:
+            for ev in self._flush():
+                yield ev
+            yield self._ev(ErrorEvent(error=str(e), error_type=type(e).__name__))
+            raise
+
+    def _cancelled(self) -> Event:
+        messages = repair_history(self.state.messages) if self.state else []
+        mode = self.cancel.mode if self.cancel else CancelMode.IMMEDIATE
+        self.result = RunResult(
+            content="", messages=messages, usage=self._usage, steps=self.step, stop_reason="cancelled",
+            metadata={"run_id": self.run_id, "agent": self.agent.name},
+        )
+        return self._ev(Cancelled(mode=str(mode.name or mode).lower(), messages=messages))
+
+    async def _steps(self, state: RunState) -> AsyncIterator[Event]:
+        agent = self.agent
+        mw = agent._mw
+        runner = ToolRunner(mw, agent.max_tool_output, agent.parallel_tool_calls)
+        wrap = mw.model_wrapper()
+        usage = self._usage = Usage()
+        cancel = self.cancel
+        while True:
+            final_call = self.step >= agent.max_steps
+            if final_call and agent.max_step_policy == "error":
+                raise MaxStepsError(
+                    f"agent {agent.name!r} reached maxStep={agent.max_steps} without a final answer; "
+                    "raise maxStep or set maxStepPolicy to 'answer'"
+                )
+            self.step += 1
+            state.step = self.step
+            for m in mw.before_model:
+                await m.before_model(state)
+            messages, specs = state.messages, state.tool_specs or None
+            if final_call:
+                messages, specs = [*messages, Message("user", MAX_STEPS_PROMPT)], None
+
+            # -- the model call: route items into events ---------------------------------------
+            router = StreamRouter(agent._detect_mode, specs is not None, agent.detect_window)
+            stream = agent._client.call(messages, specs, stream=self.streaming,
+                                        on_event=self._on_client_event, wrap=wrap)
+            response: ModelResponse | None = None
+            try:
+                async for item in router.route(stream):
+                    if self._side:
+                        for ev in self._flush():
+                            yield ev
+                    if isinstance(item, TextChunk):
+                        yield self._ev(TextDelta(text=item.text))
+                    elif isinstance(item, ReasoningChunk):
+                        yield self._ev(ReasoningDelta(text=item.text))
+                    else:
+                        response = item
+            finally:
+                await stream.aclose()
+            for ev in self._flush():
+                yield ev
+            assert response is not None, "model client ended a call without a response"
+            usage.add(response.usage)
+            msg = response.message
+            state.messages.append(msg)
+            yield self._ev(ModelCallEnd(message=msg, usage=response.usage,
+                                        finish_reason=response.finish_reason, endpoint=response.endpoint))
+            for m in mw.after_model:
+                await m.after_model(state)
+            if state.messages and state.messages[-1].role == "assistant":
+                msg = state.messages[-1]  # after_model may have rewritten the response
+
+            if msg.tool_calls and router.released and not final_call:
+                # Self-heal: text went out as an answer, then tool calls came. The message is complete,
+                # so run its tool calls now (nothing re-run, nothing duplicated) and drain from now on.
+                log.warning("agent %s: text routed as plain text before tool calls; executing the late "
+                            "tool calls and switching streamToolCallCheck to drain", agent.name)
+                agent._detect_mode = DRAIN
+                yield self._ev(Preamble(text="".join(router.released)))
+            if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):
+                raise _RunCancelled
+            if not msg.tool_calls or final_call:
+                stop = "max_steps" if final_call else _stop_reason(response.finish_reason)
+                async for ev in self._finish(state, msg, msg.text, stop, usage):
+                    yield ev
+                return
+
+            # -- the tool calls ----------------------------------------------------------------
+            calls = msg.tool_calls
+            for call in calls:
+                yield self._ev(ToolCallEvent(call=call))
+            history = state.messages
+
+            def make_ctx(call: ToolCall, history: list[Message] = history) -> ToolContext:
+                return ToolContext(call.id, self.run_id, agent.name, self.path, history,
+                                   self._forward_nested)
+
+            if any(getattr(state.tools.get(c.name), "emits_events", False) for c in calls):
+                outcomes = None
+                async for item in self._run_with_forwarding(runner.run(calls, state.tools, make_ctx)):
+                    if isinstance(item, Event):
+                        yield item
+                    else:
+                        outcomes = item
+                assert outcomes is not None
+            else:
+                outcomes = await runner.run(calls, state.tools, make_ctx)
+            for o in outcomes:
+                state.messages.append(Message("tool", o.output.content, tool_call_id=o.call.id))
+                yield self._ev(ToolResultEvent(call_id=o.call.id, name=o.call.name, content=o.output.content,
+                                               is_error=o.output.is_error, duration_ms=o.duration_ms))
+            yield self._ev(StepEnd())
+            # ReturnDirectly: the first listed tool in call order that ran without error ends the run.
+            direct = next((o for o in outcomes if o.call.name in state.return_directly and o.executed
+                           and not o.output.is_error), None)
+            if direct is not None:
+                async for ev in self._finish(state, None, direct.output.content, "return_directly", usage):
+                    yield ev
+                return
+            if cancel is not None and cancel.at(CancelMode.AFTER_TOOLS):
+                raise _RunCancelled
+
+    async def _run_with_forwarding(self, work: Any) -> AsyncIterator[Any]:
+        """Await `work` while yielding events that nested agents forward in the meantime."""
+        task = asyncio.ensure_future(work)
+        wake = asyncio.Event()
+        original = self._side
+
+        class _Notify(list[Event]):
+            def append(self, ev: Event) -> None:
+                super().append(ev)
+                wake.set()
+
+        self._side = _Notify(original)
+        try:
+            while not task.done():
+                waiter = asyncio.ensure_future(wake.wait())
+                await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                wake.clear()
+                for ev in self._flush():
+                    yield ev
+        finally:
+            self._side = list(self._side)
+            if not task.done():
+                task.cancel()
+        for ev in self._flush():
+            yield ev
+        yield task.result()
+
+    async def _finish(self, state: RunState, msg: Message | None, content: str, stop: str,
+                      usage: Usage) -> AsyncIterator[Event]:
+        agent = self.agent
+        reasoning = msg.reasoning if msg is not None else None
+        if not agent.keep_think and "<think>" in content:
+            thoughts = _THINK.findall(content)
+            content = _THINK.sub("", content)
+            reasoning = (reasoning or "") + "".join(thoughts)
+        result = self.result = RunResult(
+            content=content,
+            messages=state.messages,
+            usage=usage,
+            steps=self.step,
+            stop_reason=stop,
+            reasoning=reasoning if agent.keep_think else None,
+            metadata={"run_id": self.run_id, "agent": agent.name},
+        )
+        for m in agent._mw.after_agent:
+            await m.after_agent(state, result)
+        yield self._ev(Final(content=content, usage=usage, stop_reason=stop, reasoning=result.reasoning))
+
+
+def _stop_reason(finish_reason: str | None) -> str:
+    return finish_reason if finish_reason in ("length", "content_filter") else "stop"

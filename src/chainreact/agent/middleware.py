@@ -1,0 +1,129 @@
+"""Middleware: the hook points of a run, and the one place their order is defined.
+
+Hook points (from the ChatModelAgent design):
+
+    before_agent    once per run, before anything else; may change instruction, tools, return_directly
+    before_model    before every model call; may rewrite state.messages / state.tool_specs (persisted)
+    wrap_model      wraps ONE attempt against ONE endpoint (inside failover and retry)
+    after_model     after every model call; may rewrite state.messages (the response is already appended)
+    wrap_tool_call  wraps one tool execution
+    after_agent     once, after a successful run (reads the final state and result)
+
+Order of a model call, outer to inner:
+    before_model -> failover -> retry -> event emission -> wrap_model[0] -> ... -> wrap_model[n-1]
+    -> model -> after_model
+Order of a tool call, outer to inner:
+    event emission (tool_call event) -> wrap_tool_call[0] -> ... -> wrap_tool_call[n-1] -> tool
+For both wrap hooks the first registered middleware is the outermost.
+
+Hooks mutate the state they are given (it IS the run state, so changes persist into later steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..tools.base import Tool, ToolContext, ToolOutput
+from ..types import Message, StreamItem
+
+if TYPE_CHECKING:
+    from .result import RunResult
+
+# One model attempt: request -> stream items (the last one a ModelResponse). Defined by chainreact.llm.
+ModelFn = Callable[[Any], AsyncIterator[StreamItem]]
+# One tool execution: parsed arguments -> output.
+ToolFn = Callable[[dict[str, Any]], Awaitable[ToolOutput]]
+
+
+@dataclass
+class AgentContext:
+    """What before_agent may change for this run."""
+
+    instruction: str
+    tools: list[Tool]
+    return_directly: set[str]
+    input: Any = None
+
+
+@dataclass
+class RunState:
+    """The state of one run. Middleware edits persist: the loop reads them back on every step."""
+
+    messages: list[Message]
+    tool_specs: list[dict[str, Any]]
+    tools: dict[str, Tool]
+    return_directly: set[str]
+    run_id: str = ""
+    step: int = 0
+    values: dict[str, Any] = field(default_factory=dict)  # free space for middleware
+
+
+@dataclass
+class ToolCallInfo:
+    """What wrap_tool_call knows about the call it wraps."""
+
+    name: str
+    call_id: str
+    arguments: dict[str, Any]
+    tool: Tool
+    ctx: ToolContext
+
+
+class Middleware:
+    """Base class with no-op hooks: override only what you need."""
+
+    async def before_agent(self, ctx: AgentContext) -> None:
+        return None
+
+    async def after_agent(self, state: RunState, result: RunResult) -> None:
+        return None
+
+    async def before_model(self, state: RunState) -> None:
+        return None
+
+    async def after_model(self, state: RunState) -> None:
+        return None
+
+    def wrap_model(self, call: ModelFn) -> ModelFn:
+        return call
+
+    def wrap_tool_call(self, call: ToolFn, info: ToolCallInfo) -> ToolFn:
+        return call
+
+
+def _overrides(mw: Middleware, name: str) -> bool:
+    return getattr(type(mw), name) is not getattr(Middleware, name)
+
+
+class MiddlewareChain:
+    """Pre-sorted hook lists, so a run pays only for the hooks that are actually overridden."""
+
+    __slots__ = ("after_agent", "after_model", "before_agent", "before_model", "wrap_model", "wrap_tool")
+
+    def __init__(self, middleware: Sequence[Middleware]):
+        self.before_agent = [m for m in middleware if _overrides(m, "before_agent")]
+        self.after_agent = [m for m in middleware if _overrides(m, "after_agent")]
+        self.before_model = [m for m in middleware if _overrides(m, "before_model")]
+        self.after_model = [m for m in middleware if _overrides(m, "after_model")]
+        self.wrap_model = [m for m in middleware if _overrides(m, "wrap_model")]
+        self.wrap_tool = [m for m in middleware if _overrides(m, "wrap_tool_call")]
+
+    def model_wrapper(self) -> Callable[[ModelFn], ModelFn] | None:
+        if not self.wrap_model:
+            return None
+        wrappers = self.wrap_model
+
+        def wrap(call: ModelFn) -> ModelFn:
+            # Apply innermost first so that wrappers[0] ends up outermost.
+            for m in reversed(wrappers):
+                call = m.wrap_model(call)
+            return call
+
+        return wrap
+
+    def wrap_tool_fn(self, call: ToolFn, info: ToolCallInfo) -> ToolFn:
+        for m in reversed(self.wrap_tool):
+            call = m.wrap_tool_call(call, info)
+        return call
