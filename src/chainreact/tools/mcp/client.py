@@ -1,0 +1,452 @@
+"""One MCP server connection, owned by one asyncio task.
+
+Why a dedicated owner task: the SDK's transports and ClientSession are anyio context managers holding
+task groups and cancel scopes. Those must be exited by the task that entered them ("Attempted to exit
+cancel scope in a different task"), which breaks as soon as an agent opens a connection in one task
+and closes it in another (a request handler, a cancelled run, a test fixture). So the owner task enters
+the transport and session, then runs every request as a child of its own task group; callers hand it
+jobs through a queue and await a future. Timeouts are enforced by an anyio scope inside the owner (so
+the SDK sees a normal cancellation and sends `notifications/cancelled`); a caller that is itself
+cancelled cancels its job's scope. `aclose()` may be called from any task.
+
+Session loss (stdio process gone, HTTP 404 "Session terminated", connection refused, broken stream)
+fails the pending jobs with `_SessionLost`; the caller then re-initialises once (a fresh owner and a
+fresh session) and retries the request once.
+
+The SDK (`mcp` 2.x) is imported inside the owner task only, so `import chainreact` does not load it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import ToolError
+from ..base import ToolOutput
+from .config import MCPServerConfig
+from .results import map_result, to_wire
+
+log = logging.getLogger("chainreact.tools.mcp")
+
+_CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses for a closed transport
+_STOP_GRACE = 10.0  # seconds a stopping owner gets to close its transport before it is cancelled
+
+
+class _SessionLost(Exception):
+    """Internal: the connection died under a request; the caller may re-initialise and retry once."""
+
+    def __init__(self, cause: BaseException | None):
+        self.cause = cause
+        super().__init__(_describe(cause) if cause else "connection closed")
+
+
+class _CallTimeout(Exception):
+    pass
+
+
+@dataclass(eq=False)
+class _Job:
+    op: Callable[[Any], Awaitable[Any]]  # receives the SDK's ClientSession
+    timeout: float
+    future: asyncio.Future[Any]
+    scope: Any = None  # the anyio CancelScope the job runs in, once started
+    abandoned: bool = False
+
+    def abandon(self) -> None:
+        self.abandoned = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+@dataclass(eq=False)
+class _Owner:
+    """One connection generation: its task, job queue and readiness."""
+
+    backend: SessionBackend
+    queue: asyncio.Queue[_Job | None] = field(default_factory=asyncio.Queue)
+    ready: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    running: set[_Job] = field(default_factory=set)
+    closed: bool = False
+    error: BaseException | None = None
+    stderr: _StderrTail | None = None
+    http_status: int | None = None  # last HTTP error status seen (401/403 explain a failed connect)
+    task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name=f"mcp-session:{self.backend.cfg.name}")
+        # Readiness may fail with nobody waiting (e.g. an aclose() during connect); don't warn about it.
+        self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def submit(self, job: _Job) -> None:
+        if self.closed:
+            raise _SessionLost(self.error)
+        self.queue.put_nowait(job)
+
+    async def stop(self) -> None:
+        """End the owner task (graceful when connected) and wait for it; safe from any task."""
+        task = self.task
+        if task is None or task.done():
+            return
+        if self.ready.done() and not self.closed:
+            self.queue.put_nowait(None)
+        else:
+            task.cancel()  # still connecting: nothing to close gracefully
+        done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE)
+        if not done:
+            log.warning(
+                "MCP server %r did not close within %g s; cancelling", self.backend.cfg.name, _STOP_GRACE
+            )
+            task.cancel()
+            await asyncio.wait({task})
+
+    async def _run(self) -> None:
+        import anyio
+        from mcp import ClientSession
+
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await self.backend.open_transport(stack, self)
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                self.ready.set_result(None)
+                async with anyio.create_task_group() as tg:
+                    while True:
+                        job = await self.queue.get()
+                        if job is None:
+                            break
+                        tg.start_soon(self._run_job, session, job)
+                    tg.cancel_scope.cancel()  # closing: in-flight calls end as session losses
+        except asyncio.CancelledError:
+            self.error = self.error or ConnectionAbortedError("closed")
+            raise
+        except BaseException as e:
+            self.error = _leaf(e)
+            log.debug("MCP server %r: session ended: %r", self.backend.cfg.name, self.error)
+        finally:
+            self.closed = True
+            lost = _SessionLost(self.error)
+            if not self.ready.done():
+                self.ready.set_exception(lost)
+            pending = list(self.running)
+            while not self.queue.empty():
+                job = self.queue.get_nowait()
+                if job is not None:
+                    pending.append(job)
+            for job in pending:
+                _resolve(job.future, exc=lost)
+            if self.stderr is not None:
+                self.stderr.close()
+
+    async def _run_job(self, session: Any, job: _Job) -> None:
+        import anyio
+
+        if job.abandoned or job.future.done():
+            return
+        self.running.add(job)
+        try:
+            with anyio.CancelScope() as scope:
+                job.scope = scope
+                try:
+                    with anyio.fail_after(job.timeout):
+                        result = await job.op(session)
+                except TimeoutError:
+                    _resolve(job.future, exc=_CallTimeout())
+                except Exception as e:
+                    _resolve(job.future, exc=_SessionLost(e) if _is_session_loss(e) else e)
+                else:
+                    _resolve(job.future, result=result)
+        finally:
+            # A job cancelled by the owner's shutdown or crash stays unresolved here; _run resolves it.
+            if job.future.done():
+                self.running.discard(job)
+
+
+class SessionBackend:
+    """An MCP server reached over stdio, streamable HTTP or SSE, with lazy connect and one re-init."""
+
+    def __init__(self, cfg: MCPServerConfig):
+        self.cfg = cfg
+        self._owner: _Owner | None = None
+        self._lock = asyncio.Lock()
+
+    # --- the backend interface used by MCPServer ---------------------------------------------------
+
+    async def list_definitions(self, timeout: float) -> list[dict[str, Any]]:
+        async def op(session: Any) -> list[dict[str, Any]]:
+            from mcp.types import PaginatedRequestParams
+
+            out: list[dict[str, Any]] = []
+            cursor: str | None = None
+            for _ in range(1000):  # a server whose cursor never ends must not hang the agent
+                page = await session.list_tools(
+                    params=PaginatedRequestParams(cursor=cursor) if cursor else None
+                )
+                for t in page.tools:
+                    w = to_wire(t)
+                    out.append(
+                        {
+                            "name": w["name"],
+                            "description": w.get("description") or "",
+                            "parameters": w.get("inputSchema"),
+                        }
+                    )
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return out
+
+        try:
+            result: list[dict[str, Any]] = await self._request(op, timeout, what="listing tools")
+        except _CallTimeout:
+            raise ToolError(
+                f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): listing tools took longer "
+                f"than {timeout:g} s; raise config.listTimeout or check the server"
+            ) from None
+        return result
+
+    async def call(self, name: str, args: dict[str, Any], timeout: float) -> str | ToolOutput:
+        async def op(session: Any) -> Any:
+            return await session.call_tool(name, args)
+
+        try:
+            result = await self._request(op, timeout, what=f"calling tool {name!r}")
+        except _CallTimeout:
+            raise ToolError(
+                f"MCP tool {name!r} on server {self.cfg.name!r} did not answer within {timeout:g} s "
+                "(config.callTimeout); the call was cancelled"
+            ) from None
+        return map_result(to_wire(result))
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            owner, self._owner = self._owner, None
+        if owner is not None:
+            await owner.stop()
+
+    # --- connection management ---------------------------------------------------------------------
+
+    async def _request(self, op: Callable[[Any], Awaitable[Any]], timeout: float, what: str) -> Any:
+        last: _SessionLost | None = None
+        for attempt in (1, 2):
+            owner = await self._connected()
+            job = _Job(op=op, timeout=timeout, future=asyncio.get_running_loop().create_future())
+            try:
+                owner.submit(job)
+                return await job.future
+            except asyncio.CancelledError:
+                job.abandon()
+                raise
+            except _SessionLost as e:
+                last = e
+                log.info(
+                    "MCP server %r: session lost while %s (%s); re-initialising (attempt %d)",
+                    self.cfg.name,
+                    what,
+                    e,
+                    attempt,
+                )
+                await self._discard(owner)
+            except (ToolError, _CallTimeout):
+                raise
+            except Exception as e:
+                raise ToolError(f"MCP server {self.cfg.name!r}: {what} failed: {_describe(e)}") from e
+        raise ToolError(
+            f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): the session was lost while {what} "
+            f"and again after re-initialising: {last}"
+        )
+
+    async def _connected(self) -> _Owner:
+        async with self._lock:
+            owner = self._owner
+            if owner is None or owner.closed:
+                owner = _Owner(self)
+                owner.start()
+                self._owner = owner
+        try:
+            await asyncio.wait_for(asyncio.shield(owner.ready), self.cfg.list_timeout)
+        except TimeoutError:
+            await self._discard(owner)
+            raise ToolError(
+                f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): no answer to initialize within "
+                f"{self.cfg.list_timeout:g} s (config.listTimeout)" + _tail(owner)
+            ) from None
+        except _SessionLost as e:
+            await self._discard(owner)
+            raise ToolError(
+                f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): could not connect: {e}"
+                + _hint(self.cfg, e.cause, owner.http_status)
+                + _tail(owner)
+            ) from None
+        return owner
+
+    async def _discard(self, owner: _Owner) -> None:
+        async with self._lock:
+            if self._owner is owner:
+                self._owner = None
+        await owner.stop()
+
+    async def open_transport(self, stack: AsyncExitStack, owner: _Owner) -> tuple[Any, Any]:
+        """Enter the SDK transport for this config on `stack` (called inside the owner task)."""
+        cfg = self.cfg
+        if cfg.transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd
+            )
+            owner.stderr = _StderrTail(cfg.name)
+            streams = await stack.enter_async_context(stdio_client(params, errlog=owner.stderr.writer()))
+            owner.stderr.spawned()
+            return streams
+        if cfg.transport == "streamable-http":
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = await stack.enter_async_context(self._http_client(owner, headers=cfg.headers or None))
+            streams = await stack.enter_async_context(streamable_http_client(cfg.url, http_client=http))
+            return streams[0], streams[1]
+        if cfg.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+                return self._http_client(owner, headers=headers, auth=auth)
+
+            streams = await stack.enter_async_context(
+                sse_client(cfg.url, headers=cfg.headers or None, httpx_client_factory=factory)
+            )
+            return streams[0], streams[1]
+        raise AssertionError(f"not a session transport: {cfg.transport}")
+
+    def _http_client(self, owner: _Owner, headers: Any = None, auth: Any = None) -> Any:
+        import httpx2  # the HTTP client the mcp 2.x SDK is built on
+
+        async def record(response: Any) -> None:
+            # The SDK turns an HTTP 401/403 into a bare JSON-RPC error; keep the status for the message.
+            if response.status_code >= 400:
+                owner.http_status = response.status_code
+
+        # Read timeout: a streamed response may stay silent as long as the longest call may take.
+        read = max(300.0, self.cfg.call_timeout + 30.0)
+        return httpx2.AsyncClient(
+            headers=headers,
+            auth=auth,
+            timeout=httpx2.Timeout(30.0, read=read),
+            event_hooks={"response": [record]},
+        )
+
+
+class _StderrTail:
+    """The stdio server's stderr: logged at DEBUG and the last lines kept for error messages."""
+
+    def __init__(self, name: str, keep: int = 20):
+        self.name = name
+        self.lines: deque[str] = deque(maxlen=keep)
+        self._partial = b""
+        r, w = os.pipe()
+        self._w: Any = os.fdopen(w, "w")
+        self._transport: asyncio.ReadTransport | None = None
+        loop = asyncio.get_running_loop()
+        tail = self
+
+        class _Proto(asyncio.Protocol):
+            def data_received(self, data: bytes) -> None:
+                tail._feed(data)
+
+        # connect_read_pipe is scheduled now and completes at the next loop iteration.
+        self._connecting = loop.create_task(loop.connect_read_pipe(_Proto, os.fdopen(r, "rb", buffering=0)))
+        self._connecting.add_done_callback(self._connected)
+
+    def _connected(self, fut: asyncio.Future[Any]) -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            self._transport = fut.result()[0]
+
+    def writer(self) -> Any:
+        return self._w
+
+    def spawned(self) -> None:
+        # The child holds its own copy; closing ours lets the pipe reach EOF when the child exits.
+        self._w.close()
+
+    def _feed(self, data: bytes) -> None:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        if len(self._partial) > 8192:  # a line without end must not grow forever
+            lines.append(self._partial)
+            self._partial = b""
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                self.lines.append(line)
+                log.debug("[%s stderr] %s", self.name, line)
+
+    def close(self) -> None:
+        if not self._w.closed:
+            self._w.close()
+        if self._transport is not None:
+            self._transport.close()
+        else:
+            self._connecting.cancel()
+
+
+def _tail(owner: _Owner) -> str:
+    if owner.stderr is None or not owner.stderr.lines:
+        return ""
+    return "\nserver stderr (last lines):\n  " + "\n  ".join(owner.stderr.lines)
+
+
+def _hint(cfg: MCPServerConfig, cause: BaseException | None, http_status: int | None) -> str:
+    if cfg.transport == "stdio":
+        if isinstance(cause, FileNotFoundError):
+            return f"; check config.command ({cfg.command!r} was not found on PATH)"
+        return "; check config.command/args and the server's stderr"
+    if http_status in (401, 403):
+        return f"; the server rejected the credentials (HTTP {http_status}): check auth / headers"
+    if http_status is not None:
+        return f"; the server answered HTTP {http_status}: check the url"
+    return "; check the url and that the server is running"
+
+
+def _is_session_loss(e: BaseException) -> bool:
+    import anyio
+
+    if isinstance(
+        e, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | ConnectionError
+    ):
+        return True
+    err = getattr(e, "error", None)
+    code = getattr(err, "code", None)
+    message = str(getattr(err, "message", "") or "")
+    return code == _CONNECTION_CLOSED or "session terminated" in message.lower()
+
+
+def _leaf(e: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from anyio task groups."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return e
+
+
+def _describe(e: BaseException) -> str:
+    e = _leaf(e)
+    err = getattr(e, "error", None)
+    if err is not None and getattr(err, "message", None):
+        return f"{err.message} (MCP error {getattr(err, 'code', '?')})"
+    response = getattr(e, "response", None)
+    status = getattr(response, "status_code", None)
+    text = str(e) or type(e).__name__
+    if status is not None and str(status) not in text:
+        text = f"HTTP {status}: {text}"
+    return f"{type(e).__name__}: {text}" if type(e).__name__ not in text else text
+
+
+def _resolve(fut: asyncio.Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
