@@ -1,0 +1,67 @@
+"""Helpers for the model-client tests: clients wired to FakeLLM servers with a recorded, instant sleep."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from chainreact.config import AgentConfig
+from chainreact.llm import ModelClient, RetryPolicy
+from chainreact.types import ClientEvent, Message, ModelResponse, StreamItem
+
+
+class FakeTime:
+    """A clock the breaker reads and a sleep that only records (and advances the clock)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Harness:
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.time = FakeTime()
+        self.events: list[ClientEvent] = []
+        self.cfg = AgentConfig.model_validate(cfg)
+        self.client = ModelClient.from_config(self.cfg, clock=self.time.clock, sleep=self.time.sleep,
+                                              rng=lambda: 0.0, retry_policy=RetryPolicy(base_delay=0.25))
+
+    async def run(self, prompt: str = "hi", *, stream: bool = False, **kw: Any
+                  ) -> tuple[list[StreamItem], ModelResponse]:
+        items: list[StreamItem] = []
+        async for item in self.client.call([Message("user", prompt)], stream=stream,
+                                           on_event=self.events.append, **kw):
+            items.append(item)
+        last = items.pop()
+        assert isinstance(last, ModelResponse)
+        return items, last
+
+    def kinds(self) -> list[str]:
+        return [e.type for e in self.events]
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Any]:
+    made: list[Harness] = []
+
+    def factory(**cfg: Any) -> Harness:
+        h = Harness(cfg)
+        made.append(h)
+        return h
+
+    yield factory
+    for h in made:
+        await h.client.aclose()
+
+
+def texts(items: list[StreamItem]) -> str:
+    return "".join(getattr(i, "text", "") for i in items if type(i).__name__ == "TextChunk")
