@@ -38,3 +38,8 @@ def call(name: str, arguments: Any, id: str | None = None) -> dict[str, Any]:
     if id:
         c["id"] = id
     return c
+
+
+def plain_add(a: int, b: int) -> int:
+    """Add two numbers (a plain function, imported by path in config tests)."""
+    return a + b

@@ -44,7 +44,8 @@ async def test_after_model_gives_pending_calls_cancelled_results(server: FakeLLM
     assert ran == []  # stopped before the tools
     tail = result.messages[-3:]
     assert tail[0].role == "assistant" and len(tail[0].tool_calls or []) == 2
-    assert [(m.tool_call_id, m.content) for m in tail[1:]] == [("w1", CANCELLED_RESULT), ("w2", CANCELLED_RESULT)]
+    assert [(m.tool_call_id, m.content) for m in tail[1:]] == [
+        ("w1", CANCELLED_RESULT), ("w2", CANCELLED_RESULT)]
 
     # the repaired history is valid input for a new run
     server.add_turns([{"text": "resumed"}])

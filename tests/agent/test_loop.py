@@ -174,7 +174,7 @@ async def test_tool_output_is_truncated_with_marker(server: FakeLLM) -> None:
 
     server.add_turns([{"tool_calls": [call("big", {})]}, {"text": "ok"}])
     result = await make_agent(server, tools=[big], max_tool_output=10).run("x")
-    content = [m for m in result.messages if m.role == "tool"][0].content
+    content = next(m for m in result.messages if m.role == "tool").content
     assert content.startswith("é" * 10 + "\n[output truncated: 100 characters")
     assert "é" * 11 not in content
 
@@ -269,7 +269,7 @@ async def test_tool_context_carries_history(server: FakeLLM) -> None:
     server.add_turns([{"tool_calls": [call("peek", {}, id="p1")]}, {"text": "ok"}])
     result = await make_agent(server, tools=[peek]).run("x")
     assert seen == [3]  # system, user, assistant-with-call
-    assert [m for m in result.messages if m.role == "tool"][0].content == "p1"
+    assert next(m for m in result.messages if m.role == "tool").content == "p1"
     assert "ctx" not in peek.parameters["properties"]
 
 

@@ -71,9 +71,10 @@ class Agent:
             if value is not None:
                 update[field] = value
         if params is not None:
-            update["params"] = params if isinstance(params, ModelParams) else ModelParams.model_validate(params)
+            update["params"] = ModelParams.model_validate(params)
         if keep_think is not None:
-            update["params"] = (update.get("params") or cfg.params).model_copy(update={"keepThink": keep_think})
+            base = update.get("params") or cfg.params
+            update["params"] = base.model_copy(update={"keepThink": keep_think})
         if update:
             cfg = AgentConfig.model_validate({**cfg.model_dump(exclude_unset=True), **update})
         self.config = cfg
@@ -163,6 +164,16 @@ class Agent:
 
             text = inject_catalog(text, self._skills)
         return text
+
+    def _preset(self, metadata: Mapping[str, Any] | None) -> list[ChatMessage]:
+        """Preset messages, with `${...}` in their text rendered for this run."""
+        if not any(isinstance(m.content, str) and "${" in m.content for m in self.preset_messages):
+            return self.preset_messages
+        from ..template import render
+
+        tctx = self._template_ctx(metadata)
+        return [m.model_copy(update={"content": render(m.content, tctx)})
+                if isinstance(m.content, str) and "${" in m.content else m for m in self.preset_messages]
 
     def _render_descriptor(self, desc: ToolDescriptor) -> ToolDescriptor:
         from ..template import has_template, render_obj

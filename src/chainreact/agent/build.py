@@ -62,7 +62,7 @@ class AgentRegistry:
         return sorted(ids)
 
 
-def _import_function(path: str, where: str) -> Callable[..., Any]:
+def _import_function(path: str, where: str) -> Callable[..., Any] | Tool:
     mod, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
     if not mod or not attr:
         raise ConfigError(f"{where}: expected a function path like 'package.module:function', got {path!r}")
@@ -70,9 +70,9 @@ def _import_function(path: str, where: str) -> Callable[..., Any]:
         fn = getattr(importlib.import_module(mod), attr)
     except (ImportError, AttributeError) as e:
         raise ConfigError(f"{where}: cannot import {path!r}: {e}") from None
-    if not callable(fn):
+    if not callable(fn) and not isinstance(fn, Tool):
         raise ConfigError(f"{where}: {path!r} is not callable")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
@@ -95,14 +95,17 @@ async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
         elif desc.type == "python":
             path = desc.config.get("function") or desc.name
             fn = _import_function(str(path), where)
+            if isinstance(fn, Tool):  # already a tool (e.g. decorated with @tool)
+                tools.append(fn)
+                continue
             from ..tools.base import FunctionTool
 
             name = desc.name if desc.name and ":" not in desc.name else None
-            t = FunctionTool(fn, name=name, description=desc.description or None,
+            ft = FunctionTool(fn, name=name, description=desc.description or None,
                              parameters=_parameters(desc.parameters, where))
             if desc.timeout:
-                t.timeout = desc.timeout / 1000
-            tools.append(t)
+                ft.timeout = desc.timeout / 1000
+            tools.append(ft)
         elif desc.type in ("http", "standard"):
             from ..tools.http import create_http_tool
 

@@ -39,7 +39,7 @@ def from_response(resp: ModelResponse, released: list[str]) -> TextChunk:
 
 
 class StreamRouter:
-    """Routes one model call's stream items; yields released TextChunks, ReasoningChunks, then the response."""
+    """Routes one model call's items: yields released TextChunks and ReasoningChunks, then the response."""
 
     __slots__ = ("has_tools", "mode", "released", "window")
 

@@ -41,9 +41,10 @@ def input_messages(data: Any) -> list[Message] | None:
     """The conversation the input carries, or None when the input is a single request."""
     if isinstance(data, dict) and "messages" in data and isinstance(data["messages"], list):
         return [_to_message(m, f"input.messages[{i}]") for i, m in enumerate(data["messages"])]
-    if isinstance(data, list | tuple) and data and all(isinstance(m, Message | dict) for m in data):
-        if all(isinstance(m, Message) or "role" in m for m in data):
-            return [_to_message(m, f"input[{i}]") for i, m in enumerate(data)]
+    if isinstance(data, list | tuple) and data and all(
+        isinstance(m, Message) or (isinstance(m, dict) and "role" in m) for m in data
+    ):
+        return [_to_message(m, f"input[{i}]") for i, m in enumerate(data)]
     return None
 
 

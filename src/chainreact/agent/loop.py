@@ -17,7 +17,7 @@ import asyncio
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MaxStepsError
@@ -74,7 +74,7 @@ class ReactLoop:
         *,
         streaming: bool,
         metadata: dict[str, Any] | None = None,
-        session_values: dict[str, Any] | None = None,
+        session_values: Mapping[str, Any] | None = None,
         cancel: CancelState | None = None,
         path: tuple[str, ...] = (),
     ):
@@ -94,7 +94,8 @@ class ReactLoop:
 
     def _ev(self, ev: Event) -> Event:
         self._seq += 1
-        ev.run_id, ev.agent, ev.step, ev.seq, ev.path = self.run_id, self.agent.name, self.step, self._seq, self.path
+        ev.run_id, ev.agent, ev.step, ev.seq = self.run_id, self.agent.name, self.step, self._seq
+        ev.path = self.path
         return ev
 
     def _on_client_event(self, ev: Event) -> None:
@@ -123,7 +124,7 @@ class ReactLoop:
             for m in agent._mw.before_agent:
                 await m.before_agent(ctx)
             state = self.state = RunState(
-                messages=build_messages(data, ctx.instruction, agent.preset_messages),
+                messages=build_messages(data, ctx.instruction, agent._preset(self.metadata)),
                 tool_specs=[t.spec() for t in ctx.tools],
                 tools={t.name: t for t in ctx.tools},
                 return_directly=ctx.return_directly,

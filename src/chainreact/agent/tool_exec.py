@@ -18,7 +18,7 @@ import orjson
 
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import ToolCall
-from .middleware import MiddlewareChain, ToolCallInfo
+from .middleware import MiddlewareChain, ToolCallInfo, ToolFn
 
 log = logging.getLogger("chainreact.agent")
 
@@ -99,12 +99,13 @@ class ToolRunner:
                 return ToolOutput(f"Error: invalid arguments for {call.name}: {problem}", True)
         return args
 
-    async def _execute(self, call: ToolCall, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def _execute(self, call: ToolCall, tool: Tool, args: dict[str, Any],
+                       ctx: ToolContext) -> ToolOutput:
         async def invoke(a: dict[str, Any]) -> ToolOutput:
             result = await tool.run(a, ctx)
             return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
 
-        fn = invoke
+        fn: ToolFn = invoke
         if self.middleware.wrap_tool:
             fn = self.middleware.wrap_tool_fn(invoke, ToolCallInfo(call.name, call.id, args, tool, ctx))
         try:

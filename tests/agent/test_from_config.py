@@ -1,0 +1,93 @@
+"""Agents built from documents: templates, tool descriptors, sub-agents by id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chainreact.agent import Agent
+from chainreact.errors import ConfigError
+from chainreact.testing import FakeLLM
+
+from .conftest import call
+
+
+def node(configuration: dict, id: str = "node_agent", name: str = "Assistant") -> dict:
+    return {"id": id, "type": "ai/agent", "name": name, "configuration": configuration}
+
+
+async def test_globals_and_templates_reach_the_wire(server: FakeLLM, tmp_path: Path) -> None:
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "IDENTITY.md").write_text("I am the identity.")
+    doc = node({
+        "url": "${global.models.default.base_url}",
+        "key": "${global.models.default.api_key}",
+        "model": "${global.models.default.model}",
+        "systemPrompt": "${include(global.root_dir+'/workspace/IDENTITY.md')}\n"
+                        "${include(global.root_dir+'/workspace/MISSING.md')}Agent ID: ${ruleChain.id}",
+        "messages": [{"role": "user", "content": "preset for ${global.user}"}],
+    })
+    g = {"models": {"default": {"base_url": server.url, "api_key": "sk-test", "model": "templated-model"}},
+         "root_dir": str(tmp_path), "user": "ada"}
+    server.add_turns([{"text": "ok"}])
+    agent = Agent.from_config(doc, globals=g)
+    await agent.run("hello")
+    req = server.chat_requests[0]
+    assert req.body["model"] == "templated-model"
+    assert req.headers["authorization"] == "Bearer sk-test"
+    assert req.body["messages"][0]["content"] == "I am the identity.\nAgent ID: node_agent"
+    assert req.body["messages"][1]["content"] == "preset for ada"
+    assert agent.name == "Assistant"
+
+
+async def test_python_tool_descriptor(server: FakeLLM) -> None:
+    doc = {"url": server.url, "model": "m", "tools": [
+        {"type": "python", "name": "tests.agent.conftest:add"},
+        {"type": "python", "name": "plus", "description": "Adds.", "config": {"function": "tests.agent.conftest:plain_add"},
+         "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                        "required": ["a", "b"]}},
+    ]}
+    server.add_turns([{"tool_calls": [call("plus", {"a": 2, "b": 5})]}, {"text": "7"}])
+    result = await Agent.from_config(doc).run("x")
+    names = [t["function"]["name"] for t in server.chat_requests[0].body["tools"]]
+    assert names == ["add", "plus"]
+    assert [m.content for m in result.messages if m.role == "tool"] == ["7"]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("no-such-tool", "unknown builtin tool 'no-such-tool'"),
+    ({"type": "rulechain", "targetId": "chain1"}, "not available yet"),
+    ({"type": "agent", "targetId": "ghost"}, "no agent with id 'ghost'"),
+    ({"type": "python", "name": "nope.module:fn"}, "cannot import 'nope.module:fn'"),
+])
+async def test_bad_tool_entries_are_config_errors(server: FakeLLM, entry: object, message: str) -> None:
+    agent = Agent.from_config({"url": server.url, "model": "m", "tools": [entry]})
+    with pytest.raises(ConfigError, match=message):
+        await agent.run("x")
+
+
+async def test_sub_agent_by_target_id_from_directory(tmp_path: Path) -> None:
+    with FakeLLM([]) as outer_srv, FakeLLM([]) as inner_srv:
+        (tmp_path / "reviewer.json").write_text(json.dumps(node(
+            {"url": inner_srv.url, "model": "m", "description": "Reviews code."},
+            id="code-reviewer", name="code-reviewer")))
+        main = tmp_path / "main.json"
+        main.write_text(json.dumps(node({"url": outer_srv.url, "model": "m",
+                                         "tools": [{"type": "agent", "targetId": "code-reviewer"}]})))
+        outer_srv.add_turns([{"tool_calls": [call("code-reviewer", {"request": "review x=1"})]},
+                             {"text": "reviewed"}])
+        inner_srv.add_turns([{"text": "looks fine"}])
+        result = await Agent.from_config(main).run("please review")
+        spec = outer_srv.chat_requests[0].body["tools"][0]["function"]
+        assert spec["name"] == "code-reviewer" and spec["description"] == "Reviews code."
+        assert [m.content for m in result.messages if m.role == "tool"] == ["looks fine"]
+
+
+async def test_duplicate_tool_names_rejected(server: FakeLLM) -> None:
+    from .conftest import add
+
+    agent = Agent(url=server.url, model="m", tools=[add, add])
+    with pytest.raises(ConfigError, match="two tools are named 'add'"):
+        await agent.run("x")
