@@ -1,0 +1,239 @@
+"""The `bash` builtin: run a command line in the workspace, with a timeout, an output cap and a policy.
+
+Each command runs as `/bin/bash -c COMMAND` in a new session (so its own process group), with cwd =
+workDir, stdin from /dev/null and a minimal environment. When bash exits, times out or the call is
+cancelled, the whole process group is killed, so background children never outlive the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ConfigError
+from ..base import Tool, ToolContext, ToolOutput
+from .bash_policy import CommandPolicy, Refused
+from .output import HeadTail
+from .workspace import (
+    Workspace,
+    check_config_keys,
+    config_bool,
+    config_int,
+    description_from,
+    workspace_from_config,
+)
+
+DEFAULT_TIMEOUT_MS = 60_000
+DEFAULT_MAX_OUTPUT = 30_000
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# After bash exits and its group is killed, how long to wait for the pipes to close. Only a process
+# that left the group (setsid) can keep them open; its later output is then not captured.
+DRAIN_SECONDS = 2.0
+CONFIG_KEYS = ("workDir", "timeout", "maxOutput", "allow", "deny", "defaultDeny", "env")
+
+
+@dataclass(slots=True)
+class BashResult:
+    exit_code: int | None
+    duration: float
+    stdout: HeadTail
+    stderr: HeadTail
+    timed_out: bool
+    undrained: bool
+
+
+class BashTool(Tool):
+    name = "bash"
+
+    def __init__(self, workspace: Workspace, *, timeout: float = DEFAULT_TIMEOUT_MS / 1000,
+                 max_output: int = DEFAULT_MAX_OUTPUT, policy: CommandPolicy | None = None,
+                 env: dict[str, str] | None = None, description: str | None = None):
+        self.workspace = workspace
+        self.max_seconds = timeout
+        self.max_output = max_output
+        self.policy = policy or CommandPolicy()
+        self.extra_env = dict(env or {})
+        self._groups: set[int] = set()
+        self.description = description or (
+            "Run a bash command line in the workspace directory and get its exit code, stdout and stderr. "
+            f"Times out after {timeout:g} s (the whole process group is killed); long output is cut in "
+            "the middle. stdin is empty, so interactive commands fail: pass flags like -y instead. "
+            "Background processes are stopped when the command returns."
+        )
+        self.parameters = {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line, run with /bin/bash -c."},
+                "timeout": {"type": "number", "exclusiveMinimum": 0,
+                            "description": f"Seconds before the command is killed (at most {timeout:g}, "
+                                           "the default)."},
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        }
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return _error("command must be a non-empty string")
+        if "\x00" in command:
+            return _error("command contains a NUL byte")
+        timeout = args.get("timeout", self.max_seconds)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            return _error(f"timeout must be a positive number of seconds, got {timeout!r}")
+        timeout = min(float(timeout), self.max_seconds)
+        try:
+            self.policy.check(command)
+        except Refused as e:
+            return _error(f"command refused by policy: {e}. Nothing was run.")
+        try:
+            result = await self.execute(command, timeout)
+        except OSError as e:
+            return _error(f"could not start /bin/bash in {self.workspace.root}: {e.strerror or e}")
+        return self.format(result, timeout)
+
+    def environment(self) -> dict[str, str]:
+        root = str(self.workspace.root)
+        env = {
+            "PATH": os.environ.get("PATH") or DEFAULT_PATH,
+            "HOME": root,
+            "PWD": root,
+            "LANG": os.environ.get("LANG") or "C.UTF-8",
+            "TERM": "dumb",
+            "NO_COLOR": "1",  # many tools honour it; escape codes that remain are stripped anyway
+        }
+        env.update(self.extra_env)
+        return env
+
+    async def execute(self, command: str, timeout: float) -> BashResult:
+        limit = self.max_output * 4  # bytes per stream kept at each end; enough for max_output characters
+        out, err = HeadTail(limit), HeadTail(limit)
+        started = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/bash", "-c", command,
+            cwd=self.workspace.root, env=self.environment(),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # own session and process group: pgid == pid
+        )
+        pgid = proc.pid
+        self._groups.add(pgid)
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = [asyncio.create_task(_pump(proc.stdout, out)), asyncio.create_task(_pump(proc.stderr, err))]
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                timed_out = True
+        except BaseException:
+            # Cancelled (or failed): nothing may survive the call.
+            _kill_group(pgid)
+            self._groups.discard(pgid)
+            for task in readers:
+                task.cancel()
+            raise
+        duration = time.monotonic() - started
+        _kill_group(pgid)
+        await proc.wait()
+        self._groups.discard(pgid)
+        _, pending = await asyncio.wait(readers, timeout=DRAIN_SECONDS)
+        for task in pending:
+            task.cancel()
+        code = None if timed_out else proc.returncode
+        return BashResult(code, duration, out, err, timed_out, bool(pending))
+
+    def format(self, r: BashResult, timeout: float) -> str | ToolOutput:
+        budget = self.max_output
+        # Share the budget: stderr keeps at least a quarter when both streams are long.
+        err_cap = min(max(r.stderr.total, 1), max(budget // 4, budget - r.stdout.total))
+        out_cap = max(1, budget - min(r.stderr.total, err_cap))
+        parts = []
+        if r.timed_out:
+            parts.append(f"Error: command timed out after {timeout:g} s; its process group was killed. "
+                         "Output so far is below. Use a longer timeout or run less at once.")
+            parts.append("exit code: none (killed on timeout)")
+        else:
+            parts.append(f"exit code: {_describe_exit(r.exit_code)}")
+        parts.append(f"duration: {r.duration:.2f}s")
+        parts.append(_section("stdout", r.stdout, out_cap))
+        parts.append(_section("stderr", r.stderr, err_cap))
+        if r.undrained:
+            parts.append("[note: a process that left the command's process group still holds its output; "
+                         "output after the command exited is not shown]")
+        text = "\n".join(parts)
+        return ToolOutput(content=text, is_error=True) if r.timed_out else text
+
+    async def aclose(self) -> None:
+        for pgid in list(self._groups):
+            _kill_group(pgid)
+        self._groups.clear()
+
+
+async def _pump(stream: asyncio.StreamReader, sink: HeadTail) -> None:
+    while chunk := await stream.read(65536):
+        sink.feed(chunk)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "unknown"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"{128 - code} (killed by {name})"
+    return str(code)
+
+
+def _section(name: str, data: HeadTail, cap: int) -> str:
+    if data.total == 0:
+        return f"{name}: (empty)"
+    text = data.text(cap)
+    if text.endswith("\n"):
+        text = text[:-1]
+    return f"{name}:\n{text}"
+
+
+def _error(message: str) -> ToolOutput:
+    return ToolOutput(content=f"Error: {message}", is_error=True)
+
+
+def _str_list(config: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = config.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"tools.bash.config.{key} must be a list of command names or patterns, "
+                          f"got {value!r}",
+                          errors=[(f"tools.bash.config.{key}", "expected a list of strings")])
+    return tuple(v.strip() for v in value)
+
+
+def create(config: dict[str, Any], descriptor: Any = None) -> Tool:
+    """Factory used by the registry (`"bash"` in a config's tools)."""
+    check_config_keys(config, CONFIG_KEYS, "bash")
+    workspace = workspace_from_config(config, "bash")
+    default_ms = getattr(descriptor, "timeout", None) or DEFAULT_TIMEOUT_MS
+    timeout_ms = config_int(config, "timeout", default_ms, "bash")
+    env = config.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                            for k, v in env.items()):
+        raise ConfigError(f"tools.bash.config.env must map names to string values, got {env!r}",
+                          errors=[("tools.bash.config.env", "expected an object of strings")])
+    policy = CommandPolicy(allow=_str_list(config, "allow"), deny=_str_list(config, "deny"),
+                           default_deny=config_bool(config, "defaultDeny", True, "bash"))
+    tool = BashTool(workspace, timeout=timeout_ms / 1000, max_output=config_int(config, "maxOutput",
+                    DEFAULT_MAX_OUTPUT, "bash", minimum=100), policy=policy, env=env)
+    tool.description = description_from(descriptor, tool.description)
+    return tool
