@@ -1,0 +1,39 @@
+"""Every example in examples/ runs, and says what it is meant to say."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+# What each example must print (a behaviour check, not just "it exited 0").
+EXPECTED = {
+    "agent_basic.py": ["19 + 23 = 42.", "steps=2 stop_reason=stop", "tool      42"],
+    "agent_streaming.py": ["→ weather", "← Lyon: 21°C, clear", "It is 21°C and clear in Lyon.", "[final: stop"],
+    "agent_middleware.py": ["Error: delete_file is not allowed here", "model attempt on"],
+    "agent_cancel.py": ["cancel outcome: cancelled", "stop_reason: cancelled", "Resumed"],
+    "agent_as_tool.py": ["[boss/researcher] Paris", "[boss]  researcher"],
+}
+
+
+def scripts() -> list[str]:
+    return sorted(p.name for p in EXAMPLES.glob("*.py"))
+
+
+def test_every_example_has_expectations() -> None:
+    assert set(scripts()) == set(EXPECTED), "add the new example's expected output to EXPECTED"
+
+
+@pytest.mark.parametrize("name", scripts())
+def test_example_runs(name: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINREACT_")}
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=EXAMPLES.parent)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for needle in EXPECTED.get(name, []):
+        assert needle in proc.stdout, f"{name}: {needle!r} not in output:\n{proc.stdout[-2000:]}"
