@@ -352,7 +352,10 @@ def create_http_tool(descriptor: Any) -> HttpTool:
     if not isinstance(headers_cfg, dict):
         raise ConfigError(f"{where}.execution.headers: expected an object of header names to values")
     headers = {str(k): _str_value(v) for k, v in headers_cfg.items()}
-    headers.update(_auth_headers(execution.get("auth") or d.get("auth"), f"{where}.execution.auth"))
+    auth = _auth_headers(execution.get("auth") or d.get("auth"), f"{where}.execution.auth")
+    # Header names are case-insensitive: an auth header replaces a plain header of the same name.
+    lowered = {k.lower() for k in auth}
+    headers = {k: v for k, v in headers.items() if k.lower() not in lowered} | auth
 
     # descriptor.timeout: milliseconds (as for every tool); execution.timeout: seconds (the flow spec)
     timeout = DEFAULT_TIMEOUT
