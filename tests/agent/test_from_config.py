@@ -91,3 +91,14 @@ async def test_duplicate_tool_names_rejected(server: FakeLLM) -> None:
     agent = Agent(url=server.url, model="m", tools=[add, add])
     with pytest.raises(ConfigError, match="two tools are named 'add'"):
         await agent.run("x")
+
+
+async def test_python_tool_next_to_the_document(server: FakeLLM, tmp_path: Path) -> None:
+    (tmp_path / "doc_local_tools.py").write_text(
+        "def mul(a: int, b: int) -> int:\n    '''Multiply.'''\n    return a * b\n")
+    doc = tmp_path / "agent.json"
+    doc.write_text(json.dumps({"url": server.url, "model": "m",
+                               "tools": [{"type": "python", "config": {"function": "doc_local_tools:mul"}}]}))
+    server.add_turns([{"tool_calls": [call("mul", {"a": 6, "b": 7})]}, {"text": "42"}])
+    result = await Agent.from_config(doc).run("6*7")
+    assert [m.content for m in result.messages if m.role == "tool"] == ["42"]

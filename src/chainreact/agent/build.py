@@ -62,12 +62,25 @@ class AgentRegistry:
         return sorted(ids)
 
 
-def _import_function(path: str, where: str) -> Callable[..., Any] | Tool:
+def _import_function(path: str, where: str, base_dir: Path | None = None) -> Callable[..., Any] | Tool:
+    """Import `module:function`; a module next to the document (base_dir) is found too."""
     mod, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
     if not mod or not attr:
         raise ConfigError(f"{where}: expected a function path like 'package.module:function', got {path!r}")
     try:
-        fn = getattr(importlib.import_module(mod), attr)
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if base_dir is None or e.name != mod.split(".")[0]:
+                raise
+            import sys
+
+            sys.path.insert(0, str(base_dir))
+            try:
+                module = importlib.import_module(mod)
+            finally:
+                sys.path.remove(str(base_dir))
+        fn = getattr(module, attr)
     except (ImportError, AttributeError) as e:
         raise ConfigError(f"{where}: cannot import {path!r}: {e}") from None
     if not callable(fn) and not isinstance(fn, Tool):
@@ -94,7 +107,7 @@ async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
             tools.append(create_builtin(desc.name, desc.config, desc, where))
         elif desc.type == "python":
             path = desc.config.get("function") or desc.name
-            fn = _import_function(str(path), where)
+            fn = _import_function(str(path), where, owner.base_dir)
             if isinstance(fn, Tool):  # already a tool (e.g. decorated with @tool)
                 tools.append(fn)
                 continue
