@@ -203,7 +203,9 @@ def _make_environment() -> Any:
                 return left * right
             return super().call_binop(context, operator, left, right)
 
-    return Env(undefined=Missing)
+    env = Env(undefined=Missing)
+    env.globals.clear()  # no range/lipsum/cycler...: fewer names to copy into every evaluation
+    return env
 
 
 def _compile(expr: str) -> Callable[..., Any]:
@@ -275,43 +277,41 @@ def _to_str(value: Any) -> str:
 
 
 def _evaluate(expr: str, pos: int, names: dict[str, Any], ctx: TemplateContext) -> str:
-    from jinja2 import Undefined
-    from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
-
-    where = f" in {ctx.source}" if ctx.source else ""
+    fn = _compiled.get(expr)
     try:
-        fn = _compile(expr)
-    except TemplateSyntaxError as e:
-        raise TemplateError(
-            f"syntax error in '${{{expr}}}' at position {pos}{where}: {e.message}",
-            expression=expr, position=pos, source=ctx.source,
-        ) from None
-    try:
+        if fn is None:
+            fn = _compile(expr)
         value = fn(**names)
     except TemplateError:
         raise
-    except SecurityError as e:
-        raise TemplateError(
-            f"'${{{expr}}}' at position {pos}{where} is not allowed: {e}",
-            expression=expr, position=pos, source=ctx.source,
-        ) from None
-    except UndefinedError as e:
-        raise TemplateError(
-            f"'${{{expr}}}' at position {pos}{where}: {e.message} "
-            "(functions: include, fileExists, now, env; names: global, ruleChain, metadata)",
-            expression=expr, position=pos, source=ctx.source,
-        ) from None
     except Exception as e:
-        raise TemplateError(
-            f"'${{{expr}}}' at position {pos}{where} failed: {type(e).__name__}: {e}",
-            expression=expr, position=pos, source=ctx.source,
-        ) from None
-    if isinstance(value, Undefined):
+        raise _error_for(e, expr, pos, ctx) from None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _environment().undefined):
         name = getattr(value, "_undefined_name", None) or expr
         _warn_once(f"missing: {expr}", "template '${%s}': %r is not defined; using an empty string",
                    expr, name)
         return ""
     return _to_str(value)
+
+
+def _error_for(e: Exception, expr: str, pos: int, ctx: TemplateContext) -> TemplateError:
+    # jinja2 is imported here, on the error path only, to keep the hot path free of import statements.
+    from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
+
+    where = f" in {ctx.source}" if ctx.source else ""
+    head = f"'${{{expr}}}' at position {pos}{where}"
+    if isinstance(e, TemplateSyntaxError):
+        msg = f"syntax error in {head}: {e.message}"
+    elif isinstance(e, SecurityError):
+        msg = f"{head} is not allowed: {e}"
+    elif isinstance(e, UndefinedError):
+        msg = f"{head}: {e.message} (functions: include, fileExists, now, env; names: global, ruleChain, " \
+            "metadata)"
+    else:
+        msg = f"{head} failed: {type(e).__name__}: {e}"
+    return TemplateError(msg, expression=expr, position=pos, source=ctx.source)
 
 
 def _names(ctx: TemplateContext) -> dict[str, Any]:
