@@ -370,6 +370,17 @@ def test_default_parameters_from_placeholders(server: Server) -> None:
     assert t.description == f"GET {server.url}/orders/{{orderId}}/lines/{{line}}"
 
 
+def test_undeclared_placeholders_join_the_schema(server: Server) -> None:
+    t = tool(
+        server,
+        "/orders/{orderId}",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False},
+    )
+    assert t.parameters["properties"] == {"q": {"type": "string"}, "orderId": {"type": "string"}}
+    assert t.parameters["required"] == ["orderId"]
+    assert t.parameters["additionalProperties"] is False
+
+
 def test_accepts_tool_descriptor(server: Server) -> None:
     desc = ToolDescriptor(
         type="http",

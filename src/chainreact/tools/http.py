@@ -387,9 +387,13 @@ def create_http_tool(descriptor: Any) -> HttpTool:
     if parameters is not None:
         props = parameters.get("properties") or {}
         absent = [p for p in tool.placeholders if p not in props]
-        if absent and parameters.get("additionalProperties") is False:
-            raise ConfigError(
-                f"{where}.parameters: the endpoint uses {{{absent[0]}}} but the schema does not "
-                "declare it and forbids additional properties"
-            )
+        if absent:
+            # The model only sends what the schema declares: add the URL's placeholders it forgot.
+            required = list(parameters.get("required") or [])
+            tool.parameters = {
+                **parameters,
+                "type": parameters.get("type", "object"),
+                "properties": {**props, **{p: {"type": "string"} for p in absent}},
+                "required": required + [p for p in absent if p not in required],
+            }
     return tool

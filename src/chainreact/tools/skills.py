@@ -12,6 +12,7 @@ warning naming the file; it never stops the agent.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -336,8 +337,12 @@ class SkillTool(Tool):
             avail = ", ".join(self.skills.names()) or "none"
             return ToolOutput(f"Error: argument 'name' (a skill name) is required; available skills: {avail}",
                               is_error=True)
+        # File system work (stat, scan, walk) off the event loop.
+        return await asyncio.to_thread(self._load, name.strip())
+
+    def _load(self, name: str) -> str | ToolOutput:
         try:
-            skill = self.skills.get(name.strip())
+            skill = self.skills.get(name)
         except ToolError as e:
             return ToolOutput(f"Error: {e}", is_error=True)
         files, cut = _list_files(skill.base_dir)
