@@ -251,7 +251,10 @@ class WriteTool(Tool):
         rel = self.workspace.rel(real)
         if real.is_dir():
             return error(f"{rel!r} is a directory; pass a file path")
-        real.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # mkdir's way of saying a component is a file
+            raise NotADirectoryError(str(real.parent)) from None
         old_size: int | None = None
         note = ""
         if mode != "create":
