@@ -164,6 +164,15 @@ class ResponseWriter:
         self.writer.write(b"0\r\n\r\n")
         await self.writer.drain()
 
+    def cut(self) -> None:
+        """End the connection mid-response with an orderly FIN after the bytes already written.
+
+        Used for "disconnect": unlike an RST, the kernel still delivers every byte sent before, so the
+        client deterministically sees exactly the chunks the script promised, then a truncated body.
+        """
+        self.aborted = True
+        self.writer.transport.close()
+
     def abort(self) -> None:
         """Drop the connection at once with a TCP RST (SO_LINGER 0), as a crashed upstream would."""
         self.aborted = True

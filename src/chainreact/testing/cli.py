@@ -40,15 +40,16 @@ def load_script(path: Path) -> tuple[list[Any], bool]:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ChainreactError(f"cannot read script {path}: {e}") from e
+    is_yaml = path.suffix.lower() in (".yaml", ".yml")
     try:
-        if path.suffix.lower() in (".yaml", ".yml"):
+        if is_yaml:
             import yaml
 
             data = yaml.safe_load(text)
         else:
             data = json.loads(text)
     except Exception as e:
-        raise ChainreactError(f"script {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {e}") from e
+        raise ChainreactError(f"script {path} is not valid {'YAML' if is_yaml else 'JSON'}: {e}") from e
     if isinstance(data, list):
         return data, False
     if isinstance(data, dict) and isinstance(data.get("turns"), list):

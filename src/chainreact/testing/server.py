@@ -54,6 +54,8 @@ class RecordedRequest:
     query: str = ""
     turn_index: int | None = None  # which script turn answered it (chat requests only)
     turn: dict[str, Any] | None = field(default=None, repr=False)
+    # The client's (host, port): equal ports on two requests mean the client reused one connection.
+    peer: tuple[str, int] | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -291,7 +293,10 @@ class FakeLLM:
                 body = orjson.loads(req.body)
             except orjson.JSONDecodeError:
                 body = None
+        peer = rw.writer.get_extra_info("peername")
         rec = RecordedRequest(req.method, path, dict(req.headers), body, req.body, query)
+        if isinstance(peer, tuple):
+            rec.peer = (str(peer[0]), int(peer[1]))
         if self.record:
             self.requests.append(rec)
         route = path.rstrip("/")
@@ -372,7 +377,7 @@ class FakeLLM:
             await asyncio.sleep(wait)
         fault = turn.get("fault")
         if fault == "reset":
-            rw.abort()
+            rw.abort()  # RST before any byte: nothing the client could have read is lost
             return
         stream = body.get("stream") is True
         with self._lock:
@@ -432,7 +437,7 @@ class FakeLLM:
             await rw.send(status, headers, data[: len(data) // 2])
         elif fault == "disconnect":
             await rw.send_partial(status, headers, data, len(data) // 2)
-            rw.abort()
+            rw.cut()
         else:
             await rw.send(status, headers, data)
 
@@ -479,7 +484,7 @@ class FakeLLM:
         """Inject the turn's stream fault; False when the stream ends here."""
         fault = turn["fault"]
         if fault == "disconnect":
-            rw.abort()
+            rw.cut()
             return False
         if fault == "malformed":
             # The next chunk's JSON cut in half: what a proxy that splits an event produces.
@@ -509,7 +514,7 @@ class FakeLLM:
         if "event-stream" not in ctype.lower():
             if fault == "disconnect":
                 await rw.send_partial(status, headers, data, len(data) // 2)
-                rw.abort()
+                rw.cut()
             else:
                 await rw.send(status, headers, data)
             return
@@ -521,13 +526,13 @@ class FakeLLM:
         await rw.start_chunked(status, headers)
         for i, ev in enumerate(events):
             if fault == "disconnect" and i == after:
-                rw.abort()
+                rw.cut()
                 return
             if i and delay:
                 await asyncio.sleep(delay)
             await rw.chunk(ev)
         if fault == "disconnect":
-            rw.abort()
+            rw.cut()
             return
         await rw.end_chunked()
 
@@ -536,8 +541,8 @@ def _headers(
     turn: Mapping[str, Any], default_ctype: str, base: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """Scripted headers minus framing ones, plus a content-type: `content_type` key, scripted, or default."""
-    out = list(base)
     ctype = turn.get("content_type")
+    scripted: list[tuple[str, str]] = []
     for name, value in (turn.get("headers") or {}).items():
         key = name.lower()
         if key in FRAMING_HEADERS:
@@ -545,7 +550,10 @@ def _headers(
         if key == "content-type":
             ctype = ctype or str(value)
             continue
-        out.append((key, str(value)))
+        scripted.append((key, str(value)))
+    names = {k for k, _ in scripted}
+    # A scripted header replaces the server's own of the same name (a recorded x-request-id, say).
+    out = [(k, v) for k, v in base if k not in names] + scripted
     out.append(("content-type", ctype or default_ctype))
     return out
 

@@ -46,7 +46,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "after_chunks": (int,),
     "raw_body": (str,),
     "raw_body_b64": (str,),
-    "content_type": (str,),
+    "content_type": (str, type(None)),
     "expect": (dict,),
     "model": (str,),
 }
