@@ -36,13 +36,16 @@ class AgentDocument:
         return Path(self.source).resolve().parent if self.source else Path.cwd()
 
 
+_TYPE_BRANCHES = ("str", "int", "float", "dict", "list")
+
+
 def _json_path(loc: tuple[Any, ...], prefix: str) -> str:
     out = prefix
     for part in loc:
         # pydantic reports union branches as extra loc parts ("str", "ToolDescriptor"); skip them.
         if isinstance(part, int):
             out += f"[{part}]"
-        elif isinstance(part, str) and (part[:1].isupper() or part in ("str", "int", "float", "dict", "list")):
+        elif isinstance(part, str) and (part[:1].isupper() or part in _TYPE_BRANCHES):
             continue
         elif isinstance(part, str) and ("[" in part or "-" in part):
             continue  # e.g. "literal['a','b']" / "function-after[...]" branch markers
@@ -133,10 +136,12 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
             if "input" in err and err["type"] not in ("missing",):
                 msg += f" (got {err['input']!r:.80})"
             errors.append((path, msg))
-        # Union branches repeat the same path; keep the first message per path.
+        # Union branches repeat the same path; keep the first message per path, and drop a path's
+        # error when a deeper one explains it ("tools[1]: not a string" beside "tools[1].type: ...").
         seen: dict[str, str] = {}
         for path, msg in errors:
-            seen.setdefault(path, msg)
+            if not any(p != path and p.startswith((path + ".", path + "[")) for p, _ in errors):
+                seen.setdefault(path, msg)
         lines = "\n".join(f"  {where}: {p}: {m}" for p, m in seen.items())
         raise ConfigError(
             f"{where}: invalid agent configuration ({len(seen)} error(s)):\n{lines}",
@@ -175,6 +180,10 @@ def json_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "chainreact agent document",
-        "anyOf": [{"$ref": "#/$defs/RuleChainNode"}, {"$ref": "#/$defs/AgentConfig"}],
+        "anyOf": [
+            {"$ref": "#/$defs/RuleChainNode"},
+            # a bare configuration is anything that is not shaped like a node
+            {"allOf": [{"$ref": "#/$defs/AgentConfig"}, {"not": {"required": ["configuration"]}}]},
+        ],
         "$defs": defs,
     }
