@@ -235,3 +235,13 @@ def test_format_session_no_attribute_access() -> None:
     # str.format would resolve this; the session format only looks keys up.
     with pytest.raises(TemplateError, match="unknown session key"):
         format_session("{x.__class__}", {"x": 1})
+
+
+def test_format_session_leaves_expressions_alone() -> None:
+    from chainreact.template import TemplateContext, format_session, render
+
+    text = "Hi {name}! ${global.greeting} $${literal} {{braces}} cost $5"
+    filled = format_session(text, {"name": "Ada"})
+    assert filled == "Hi Ada! ${global.greeting} $${literal} {braces} cost $5"
+    assert render(filled, TemplateContext(globals={"greeting": "Welcome {x}"})) == \
+        "Hi Ada! Welcome {x} ${literal} {braces} cost $5"

@@ -369,6 +369,8 @@ def format_session(text: str, values: Mapping[str, Any]) -> str:
 
     `{{` and `}}` are literal braces. An unknown key, an unclosed `{` or a lone `}` is a TemplateError.
     Only plain key lookup: no attribute access or format specs, so a prompt cannot reach into objects.
+    `${...}` expressions (and `$${`) are copied through untouched, so a text can carry both kinds: fill
+    the session values first, then `render` (the agent does), and included files never meet `{Key}` rules.
     """
     if "{" not in text and "}" not in text:
         return text
@@ -376,6 +378,16 @@ def format_session(text: str, values: Mapping[str, Any]) -> str:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
+        if c == "$":
+            skip = 3 if text.startswith("$${", i) else 2 if text.startswith("${", i) else 0
+            if skip:  # an expression, or an escaped one: copied whole, braces included
+                end = _find_close(text, i + skip)
+                out.append(text[i : end + 1])
+                i = end + 1
+            else:
+                out.append("$")
+                i += 1
+            continue
         if c == "{":
             if text.startswith("{{", i):
                 out.append("{")
@@ -406,7 +418,7 @@ def format_session(text: str, values: Mapping[str, Any]) -> str:
                                 expression="}", position=i)
         else:
             j = i
-            while j < n and text[j] not in "{}":
+            while j < n and text[j] not in "{}$":
                 j += 1
             out.append(text[i:j])
             i = j

@@ -102,3 +102,16 @@ async def test_python_tool_next_to_the_document(server: FakeLLM, tmp_path: Path)
     server.add_turns([{"tool_calls": [call("mul", {"a": 6, "b": 7})]}, {"text": "42"}])
     result = await Agent.from_config(doc).run("6*7")
     assert [m.content for m in result.messages if m.role == "tool"] == ["42"]
+
+
+async def test_session_values_and_expressions_in_one_instruction(server: FakeLLM, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text('JSON like {"a": 1} is fine in included files.')
+    server.add_turns([{"text": "ok"}, {"text": "ok"}])
+    agent = Agent(url=server.url, model="m", globals={"dir": str(tmp_path)},
+                  instruction="Hello {user}. ${include(global.dir + '/notes.md')} {{literal}}")
+    await agent.run("x", session_values={"user": "Ada"})
+    assert server.chat_requests[0].body["messages"][0]["content"] == \
+        'Hello Ada. JSON like {"a": 1} is fine in included files. {literal}'
+    # without session values, {Key} placeholders are left as written (programmatic API rule)
+    await agent.run("x")
+    assert server.chat_requests[1].body["messages"][0]["content"].startswith("Hello {user}.")

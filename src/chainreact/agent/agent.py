@@ -151,14 +151,15 @@ class Agent:
     def _render_instruction(self, metadata: Mapping[str, Any] | None,
                             session_values: Mapping[str, Any] | None) -> str:
         text = self.instruction
+        if session_values is not None:
+            # {Key} first: it leaves ${...} alone, and included files never meet {Key} rules.
+            from ..template import format_session
+
+            text = format_session(text, dict(session_values))
         if "${" in text:
             from ..template import render
 
             text = render(text, self._template_ctx(metadata))
-        if session_values is not None:
-            from ..template import format_session
-
-            text = format_session(text, dict(session_values))
         if self._skills is not None:
             from ..tools.skills import inject_catalog
 

@@ -183,7 +183,7 @@ def schema_from_signature(fn: Callable[..., Any], docs: dict[str, str] | None = 
             continue
         ann = hints.get(pname, p.annotation)
         schema = type_schema(ann) if ann is not inspect.Parameter.empty else {}
-        if pname in docs and docs[pname]:
+        if docs.get(pname):
             schema = {**schema, "description": docs[pname]}
         if p.default is inspect.Parameter.empty:
             required.append(pname)
