@@ -9,7 +9,8 @@ SRC = "def a():\n    return 1\n\n\ndef b():\n    return 1\n"
 
 async def test_unique_match_replaces_and_shows_result(ws: Path, make) -> None:
     (ws / "m.py").write_text(SRC)
-    text, err = await call(make("edit"), path="m.py", old_text="def b():\n    return 1", new_text="def b():\n    return 2")
+    text, err = await call(make("edit"), path="m.py", old_text="def b():\n    return 1",
+                           new_text="def b():\n    return 2")
     assert not err
     assert text.startswith("Edited m.py: replaced 1 occurrence at line 5")
     assert "     6\t    return 2" in text

@@ -88,8 +88,9 @@ async def test_grep_options(tree: Path, make) -> None:
                                      "src/app.py:5:    return os.getcwd()"]
     text, _ = await call(grep, pattern="def", path="src", context=1)
     # Like grep -C: groups are separated by "--", also between files.
-    assert text.splitlines()[1:] == ["src/app.py-2-", "src/app.py:3:def main():", "src/app.py-4-    # TODO fix",
-                                     "--", "src/util/helpers.py:1:def helper():",
+    assert text.splitlines()[1:] == ["src/app.py-2-", "src/app.py:3:def main():",
+                                     "src/app.py-4-    # TODO fix", "--",
+                                     "src/util/helpers.py:1:def helper():",
                                      "src/util/helpers.py-2-    return 'todo'"]
     text, _ = await call(grep, pattern="o", max_results=2)
     assert "limit reached" in text and "[... results capped at 2 matches" in text

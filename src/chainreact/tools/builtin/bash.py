@@ -127,7 +127,7 @@ class BashTool(Tool):
         timed_out = False
         try:
             try:
-                await asyncio.wait_for(proc.wait(), timeout)
+                await _wait_exit(proc, timeout)
             except TimeoutError:
                 timed_out = True
         except BaseException:
@@ -139,13 +139,24 @@ class BashTool(Tool):
             raise
         duration = time.monotonic() - started
         _kill_group(pgid)
-        await proc.wait()
         self._groups.discard(pgid)
-        _, pending = await asyncio.wait(readers, timeout=DRAIN_SECONDS)
-        for task in pending:
-            task.cancel()
+        undrained = False
+        try:
+            # Process.wait() also waits for the pipes to close; with the group dead, they close now.
+            await asyncio.wait_for(proc.wait(), DRAIN_SECONDS)
+            await asyncio.wait(readers, timeout=DRAIN_SECONDS)
+        except TimeoutError:
+            undrained = True
+        for task in readers:
+            if not task.done():
+                undrained = True
+                task.cancel()
+        if undrained:
+            transport = getattr(proc, "_transport", None)  # release the pipes a stray process holds
+            if transport is not None:
+                transport.close()
         code = None if timed_out else proc.returncode
-        return BashResult(code, duration, out, err, timed_out, bool(pending))
+        return BashResult(code, duration, out, err, timed_out, undrained)
 
     def format(self, r: BashResult, timeout: float) -> str | ToolOutput:
         budget = self.max_output
@@ -172,6 +183,34 @@ class BashTool(Tool):
         for pgid in list(self._groups):
             _kill_group(pgid)
         self._groups.clear()
+
+
+async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float) -> None:
+    """Wait until bash itself exits (TimeoutError after `timeout`).
+
+    Process.wait() would also wait for stdout/stderr to close, which a background child keeps open;
+    a pidfd becomes readable the moment the process exits, whatever its children do.
+    """
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return  # already exited and reaped
+    except (AttributeError, OSError):
+        await asyncio.wait_for(proc.wait(), timeout)  # no pidfd (old kernel): background jobs delay this
+        return
+    loop = asyncio.get_running_loop()
+    exited = loop.create_future()
+
+    def on_exit() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    loop.add_reader(fd, on_exit)
+    try:
+        await asyncio.wait_for(exited, timeout)
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 async def _pump(stream: asyncio.StreamReader, sink: HeadTail) -> None:

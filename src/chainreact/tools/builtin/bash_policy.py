@@ -200,30 +200,65 @@ def is_operator(token: str) -> bool:
     return bool(token) and all(c in OPERATOR_CHARS for c in token)
 
 
-def split_commands(tokens: list[str]) -> list[SimpleCommand]:
-    """Simple commands between operators. A word after a redirection operator is a file name."""
+def split_commands(tokens: list[str], offset: int = 0) -> list[SimpleCommand]:
+    """Simple commands between operators. A word after a redirection operator is a file name.
+
+    `$(...)`, `<(...)` and `>(...)` groups become commands of their own while the command around them
+    goes on (`echo $(date) x`: `x` is still an argument of echo).
+    """
     out: list[SimpleCommand] = []
     words: list[str] = []
     start = 0
     skip_next = False
-    for i, tok in enumerate(tokens):
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
         if is_operator(tok):
+            prev = tokens[i - 1] if i else ""
+            inline = tok.startswith(("<(", ">(")) or (
+                tok.startswith("(") and prev.endswith("$") and not is_operator(prev) and bool(words)
+            )
+            if inline:
+                j = _group_end(tokens, i)
+                out.extend(split_commands(tokens[i + 1 : j], offset + i + 1))
+                if j < len(tokens) and set(tokens[j]) - {"(", ")"}:
+                    # The closing token also holds a separator (`)|`, `);`): the command ends here.
+                    if words:
+                        out.append(SimpleCommand(words, start + offset))
+                    words = []
+                i = j + 1
+                continue
             if ("<" in tok or ">" in tok) and "(" not in tok:
                 skip_next = True  # `> file`, `2>&1`, `<<EOF`: the next word is not a command
+                i += 1
                 continue
             if words:
-                out.append(SimpleCommand(words, start))
+                out.append(SimpleCommand(words, start + offset))
             words, skip_next = [], False
+            i += 1
             continue
         if skip_next:
             skip_next = False
-            continue
-        if not words:
-            start = i
-        words.append(tok)
+        else:
+            if not words:
+                start = i
+            words.append(tok)
+        i += 1
     if words:
-        out.append(SimpleCommand(words, start))
+        out.append(SimpleCommand(words, start + offset))
     return out
+
+
+def _group_end(tokens: list[str], i: int) -> int:
+    """Index of the token closing the parenthesis group opened at tokens[i] (len(tokens) if none)."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        t = tokens[j]
+        if is_operator(t):
+            depth += t.count("(") - t.count(")")
+            if depth <= 0:
+                return j
+    return len(tokens)
 
 
 def substitutions(line: str) -> list[str]:
