@@ -76,6 +76,9 @@ class _Owner:
     error: BaseException | None = None
     stderr: _StderrTail | None = None
     http_status: int | None = None  # last HTTP error status seen (401/403 explain a failed connect)
+    # HTTP 404 to a request carrying Mcp-Session-Id: the server forgot the session (restart, expiry).
+    # The spec says to start a new session; the SDK only shows the server's JSON-RPC error, so track it here.
+    session_expired: bool = False
     task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -158,7 +161,8 @@ class _Owner:
                 except TimeoutError:
                     _resolve(job.future, exc=_CallTimeout())
                 except Exception as e:
-                    _resolve(job.future, exc=_SessionLost(e) if _is_session_loss(e) else e)
+                    lost = _is_session_loss(e) or (self.session_expired and hasattr(e, "error"))
+                    _resolve(job.future, exc=_SessionLost(e) if lost else e)
                 else:
                     _resolve(job.future, result=result)
         finally:
@@ -329,6 +333,8 @@ class SessionBackend:
             # The SDK turns an HTTP 401/403 into a bare JSON-RPC error; keep the status for the message.
             if response.status_code >= 400:
                 owner.http_status = response.status_code
+            if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+                owner.session_expired = True
 
         # Read timeout: a streamed response may stay silent as long as the longest call may take.
         read = max(300.0, self.cfg.call_timeout + 30.0)
