@@ -12,7 +12,7 @@ cd "$root"
 py="${PYTHON:-$root/.venv/bin/python}"
 if [ -x "$py" ]; then
     if ! "$py" -c 'import mcp, jq, mcp_server_time, mcp_server_git' 2>/dev/null; then
-        "$py" -m pip install --quiet "mcp>=1.20" "jq>=1.8" mcp-server-time mcp-server-git
+        "$py" -m pip install --quiet "mcp>=2.3,<3" "jq>=1.8" mcp-server-time mcp-server-git
     fi
 fi
 
