@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the MCP tests (tests/tools/mcp, marker `mcp`) talk to:
 #   - the npm reference servers into a project-local prefix (.cache/npm), never globally;
-#   - the SDK, jq and the PyPI reference servers into the project's venv (extras `mcp` and `dev`
-#     list them too; this keeps a venv made before they were added working).
+#   - the SDK, jq and the PyPI reference servers into the venv if missing ($VENV from .ci/run, else
+#     .venv; extras `mcp` and `dev` list them, so normally this only checks).
 # Idempotent: a second run with everything present does nothing but check.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-py="${PYTHON:-$root/.venv/bin/python}"
+py="${VENV:-$root/.venv}/bin/python"
 if [ -x "$py" ]; then
     if ! "$py" -c 'import mcp, jq, mcp_server_time, mcp_server_git' 2>/dev/null; then
         "$py" -m pip install --quiet "mcp>=2.3,<3" "jq>=1.8" mcp-server-time mcp-server-git
