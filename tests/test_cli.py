@@ -196,3 +196,126 @@ def test_runtime_error_is_one_line_unless_debug() -> None:
     assert "Traceback" in r.stderr and "LocalModelError" in r.stderr
     r = cli("local-model", "--debug", env=env)  # the flag also works after the command
     assert "Traceback" in r.stderr
+
+
+# ---------------------------------------------------------------- run (against a scripted FakeLLM server)
+
+CALC = "def add(a: int, b: int) -> int:\n    \"\"\"Add two integers.\"\"\"\n    return a + b\n"
+
+
+@pytest.fixture
+def calc_agent(tmp_path: Path) -> Path:
+    (tmp_path / "calc_tools.py").write_text(CALC)
+    return tmp_path
+
+
+def write_agent(dir_: Path, url: str, **extra: object) -> Path:
+    doc = {
+        "url": url, "key": "test-key", "model": "fake-model", "systemPrompt": "You add numbers.",
+        "tools": [{"type": "python", "name": "add", "config": {"function": "calc_tools:add"}}], **extra,
+    }
+    p = dir_ / "agent.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def run_cli(dir_: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return cli(*args, env={"PYTHONPATH": str(dir_)}, stdin=stdin)
+
+
+ADD_THEN_ANSWER = [
+    {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}], "arg_chunks": 3},
+    {"text": "2 + 3 = 5", "chunks": 3},
+]
+
+
+def test_run_json_output(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    with FakeLLM(ADD_THEN_ANSWER) as srv:
+        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url)), "What is 2 + 3?", "--json")
+        assert r.returncode == 0, r.stderr
+        second = srv.chat_requests[1]
+    out = json.loads(r.stdout)
+    assert out["content"] == "2 + 3 = 5"
+    assert out["stop_reason"] == "stop" and out["steps"] == 2
+    assert set(out["usage"]) >= {"prompt_tokens", "completion_tokens", "total_tokens"}
+    assert out["usage"]["total_tokens"] > 0
+    roles = [m["role"] for m in out["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert out["messages"][2]["tool_calls"][0]["function"]["name"] == "add"
+    assert out["messages"][3]["content"] == "5"
+    assert second.messages[-1]["role"] == "tool" and second.messages[-1]["content"] == "5"
+
+
+def test_run_plain_output_and_prompt_from_stdin(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    with FakeLLM([{"text": "hello there"}]) as srv:
+        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url)), "-", stdin="greet me\n")
+        assert r.returncode == 0, r.stderr
+        sent = srv.chat_requests[0].messages
+    assert r.stdout == "hello there\n"
+    assert sent[-1] == {"role": "user", "content": "greet me\n"}
+
+
+def test_run_jsonl_streams_one_event_per_line(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    with FakeLLM(ADD_THEN_ANSWER) as srv:
+        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url)), "What is 2 + 3?", "--jsonl")
+        assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "run_start" and types[-1] == "final"
+    call = next(e for e in events if e["type"] == "tool_call")
+    assert call["call"]["function"]["name"] == "add"
+    assert json.loads(call["call"]["function"]["arguments"]) == {"a": 2, "b": 3}
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["content"] == "5" and result["is_error"] is False
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "2 + 3 = 5"
+    assert events[-1]["content"] == "2 + 3 = 5"
+    assert types.index("tool_call") < types.index("tool_result") < types.index("final")
+
+
+def test_run_stream_text_on_stdout_tool_activity_on_stderr(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    with FakeLLM(ADD_THEN_ANSWER) as srv:
+        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url)), "What is 2 + 3?", "--stream")
+        assert r.returncode == 0, r.stderr
+        assert all(req.body and req.body.get("stream") for req in srv.chat_requests)
+    assert r.stdout == "2 + 3 = 5\n"
+    assert r.stderr.splitlines() == ['→ add({"a":2,"b":3})', "← add: 5"]  # FakeLLM sends compact JSON
+
+
+def test_run_global_reaches_templates(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    with FakeLLM([{"text": "ok"}]) as srv:
+        doc = write_agent(calc_agent, "${global.endpoint}", model="${global.models.name}")
+        r = run_cli(calc_agent, "run", str(doc), "hi", "--global", f"endpoint={srv.url}",
+                    "--global", "models.name=picked-model")
+        assert r.returncode == 0, r.stderr
+        body = srv.chat_requests[0].body
+    assert body is not None and body["model"] == "picked-model"
+
+
+def test_run_model_failure_is_one_error_line_and_exit_1(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    turn = {"status": 401, "message": "bad key"}
+    with FakeLLM([turn, turn, turn, turn]) as srv:
+        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url, maxRetries=0)), "hi")
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: ") and "401" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout == ""
+
+
+def test_run_invalid_document_exits_1_with_path(tmp_path: Path) -> None:
+    doc = tmp_path / "bad.json"
+    doc.write_text(json.dumps({"maxStep": 0}))
+    r = cli("run", str(doc), "hi")
+    assert r.returncode == 1
+    assert "$.maxStep" in r.stderr and "Traceback" not in r.stderr

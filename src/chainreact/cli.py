@@ -184,7 +184,7 @@ def _stop_local_if_started() -> None:
 async def _run(args: argparse.Namespace, prompt: str, globals_: dict[str, Any]) -> int:
     from .agent import Agent
 
-    agent = Agent.from_config(args.config, globals_)
+    agent = Agent.from_config(args.config, globals=globals_)
     try:
         if args.jsonl:
             return await _run_jsonl(agent, prompt)
