@@ -8,7 +8,6 @@ the script (or asks a callable for one); see docs/testing.md for the turn keys.
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
 import sys
 import threading
@@ -21,25 +20,30 @@ import orjson
 
 from chainreact.errors import ChainreactError, ConfigError
 
-from ._http import FRAMING_HEADERS, BadRequest, HttpRequest, ResponseWriter, read_request
+from ._http import BadRequest, HttpRequest, ResponseWriter, read_request
 from .expect import check_expect
+from .respond import (
+    JSON,
+    SSE,
+    error_json,
+    error_obj,
+    response_headers,
+    send_completion,
+    send_json,
+    send_raw,
+    send_stream,
+)
 from .turns import (
-    Pause,
     RenderContext,
     error_payload,
     estimate_tokens,
     prompt_chars,
-    render_completion,
-    render_stream,
     validate_turn,
 )
 
 Turn = Mapping[str, Any]
 Responder = Callable[[dict[str, Any]], "Turn | Awaitable[Turn | None] | None"]
 Script = Sequence[Turn] | Responder
-
-JSON = "application/json"
-SSE = "text/event-stream; charset=utf-8"
 
 
 @dataclass(slots=True)
@@ -261,7 +265,7 @@ class FakeLLM:
                 except BadRequest as e:
                     rw = ResponseWriter(writer, keep_alive=False)
                     await rw.send(
-                        400, [("content-type", JSON)], _error_json(f"FakeLLM: bad HTTP request: {e}")
+                        400, [("content-type", JSON)], error_json(f"FakeLLM: bad HTTP request: {e}")
                     )
                     break
                 if req is None:
@@ -302,26 +306,26 @@ class FakeLLM:
         route = path.rstrip("/")
         if _is_chat(path):
             if req.method != "POST":
-                await _send_json(
-                    rw, 405, _error_obj(f"use POST for {path}, not {req.method}", "method_not_allowed")
+                await send_json(
+                    rw, 405, error_obj(f"use POST for {path}, not {req.method}", "method_not_allowed")
                 )
             else:
                 await self._chat(req, rec, rw)
         elif route in ("/v1/models", "/models") and req.method == "GET":
-            await _send_json(rw, 200, {"object": "list", "data": [self._model_card()]})
+            await send_json(rw, 200, {"object": "list", "data": [self._model_card()]})
         elif route.startswith(("/v1/models/", "/models/")) and req.method == "GET":
             if route.rsplit("/", 1)[1] == self.model:
-                await _send_json(rw, 200, self._model_card())
+                await send_json(rw, 200, self._model_card())
             else:
-                await _send_json(
-                    rw, 404, _error_obj(f"model {route.rsplit('/', 1)[1]!r} not found", "model_not_found")
+                await send_json(
+                    rw, 404, error_obj(f"model {route.rsplit('/', 1)[1]!r} not found", "model_not_found")
                 )
         else:
             msg = (
                 "FakeLLM serves GET /v1/models and POST /v1/chat/completions; "
                 f"no route for {req.method} {path}"
             )
-            await _send_json(rw, 404, _error_obj(msg, "not_found"))
+            await send_json(rw, 404, error_obj(msg, "not_found"))
 
     def _model_card(self) -> dict[str, Any]:
         return {"id": self.model, "object": "model", "created": 0, "owned_by": "chainreact"}
@@ -355,13 +359,13 @@ class FakeLLM:
         body = rec.body
         if not isinstance(body, dict):
             what = "not valid JSON" if body is None else f"a JSON {type(body).__name__}"
-            await _send_json(
-                rw, 400, _error_obj(f"request body must be a JSON object; got {what}", "invalid_json")
+            await send_json(
+                rw, 400, error_obj(f"request body must be a JSON object; got {what}", "invalid_json")
             )
             return
         turn, index, err = await self._next_turn(body)
         if turn is None:
-            await _send_json(
+            await send_json(
                 rw, 500, {"error": {"message": err, "type": "server_error", "code": "fake_llm_script"}}
             )
             return
@@ -370,7 +374,7 @@ class FakeLLM:
             diffs = check_expect(turn["expect"], body, req.headers)
             if diffs:
                 msg = f"FakeLLM turn {index}: the request did not match 'expect': " + "; ".join(diffs)
-                await _send_json(rw, 418, _error_obj(msg, "expectation_failed"))
+                await send_json(rw, 418, error_obj(msg, "expectation_failed"))
                 return
         wait = self.latency + float(turn.get("delay", 0)) + float(turn.get("first_byte_delay", 0))
         if wait > 0:
@@ -386,7 +390,7 @@ class FakeLLM:
         base_headers = [("x-request-id", f"req_fake_{n}")]
         status = int(turn.get("status", 200))
         if "raw_body" in turn or "raw_body_b64" in turn:
-            await self._send_raw(turn, rw, status, base_headers)
+            await send_raw(turn, rw, status, base_headers)
             return
         if "body" in turn or status >= 400:
             payload = error_payload(turn, status, f"FakeLLM scripted HTTP {status} error (turn {index})")
@@ -398,10 +402,10 @@ class FakeLLM:
                     JSON,
                 )
             )
-            await rw.send(status, _headers(turn, ctype, base_headers), data)
+            await rw.send(status, response_headers(turn, ctype, base_headers), data)
             return
         if fault == "empty":
-            await rw.send(status, _headers(turn, SSE if stream else JSON, base_headers), b"")
+            await rw.send(status, response_headers(turn, SSE if stream else JSON, base_headers), b"")
             return
         ctx = RenderContext(
             completion_id=f"chatcmpl-fake{n}",
@@ -413,158 +417,6 @@ class FakeLLM:
         if stream:
             opts = body.get("stream_options")
             include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
-            await self._send_stream(turn, ctx, include_usage, rw, status, base_headers)
+            await send_stream(turn, ctx, include_usage, rw, status, base_headers)
         else:
-            await self._send_completion(turn, ctx, rw, status, base_headers)
-
-    async def _send_completion(
-        self,
-        turn: dict[str, Any],
-        ctx: RenderContext,
-        rw: ResponseWriter,
-        status: int,
-        base: list[tuple[str, str]],
-    ) -> None:
-        fault = turn.get("fault")
-        headers = _headers(turn, JSON, base)
-        if fault == "error_event":
-            # A 200 whose body is an error object: what some providers send instead of a 4xx/5xx.
-            data = orjson.dumps(error_payload(turn, None, "FakeLLM scripted error in a 200 response"))
-            await rw.send(status, headers, data)
-            return
-        data = orjson.dumps(render_completion(turn, ctx))
-        if fault == "malformed":
-            await rw.send(status, headers, data[: len(data) // 2])
-        elif fault == "disconnect":
-            await rw.send_partial(status, headers, data, len(data) // 2)
-            rw.cut()
-        else:
-            await rw.send(status, headers, data)
-
-    async def _send_stream(
-        self,
-        turn: dict[str, Any],
-        ctx: RenderContext,
-        include_usage: bool,
-        rw: ResponseWriter,
-        status: int,
-        base: list[tuple[str, str]],
-    ) -> None:
-        events: list[bytes | Pause] = [
-            item if isinstance(item, Pause) else b"data: " + orjson.dumps(item) + b"\n\n"
-            for item in render_stream(turn, ctx, include_usage)
-        ]
-        headers = _headers(turn, SSE, [*base, ("cache-control", "no-cache")])
-        await rw.start_chunked(status, headers)
-        fault = turn.get("fault")
-        after = int(turn.get("after_chunks", 1))
-        delay = float(turn.get("chunk_delay", 0))
-        sent = 0
-        fault_done = fault not in ("disconnect", "malformed", "error_event")
-        for ev in events:
-            if isinstance(ev, Pause):
-                await asyncio.sleep(ev.seconds)
-                continue
-            if not fault_done and sent == after:
-                fault_done = True
-                if not await self._stream_fault(turn, rw, ev):
-                    return
-            if sent and delay:
-                await asyncio.sleep(delay)
-            await rw.chunk(ev)
-            sent += 1
-        if not fault_done and not await self._stream_fault(turn, rw, b"data: {}\n\n"):
-            return
-        if delay:
-            await asyncio.sleep(delay)
-        await rw.chunk(b"data: [DONE]\n\n")
-        await rw.end_chunked()
-
-    async def _stream_fault(self, turn: dict[str, Any], rw: ResponseWriter, next_event: bytes) -> bool:
-        """Inject the turn's stream fault; False when the stream ends here."""
-        fault = turn["fault"]
-        if fault == "disconnect":
-            rw.cut()
-            return False
-        if fault == "malformed":
-            # The next chunk's JSON cut in half: what a proxy that splits an event produces.
-            payload = next_event[len(b"data: ") : -2]
-            await rw.chunk(b"data: " + payload[: max(1, len(payload) // 2)] + b"\n\n")
-            return True
-        data = orjson.dumps(error_payload(turn, None, "FakeLLM scripted error event in the stream"))
-        await rw.chunk(b"data: " + data + b"\n\n")
-        await rw.chunk(b"data: [DONE]\n\n")
-        await rw.end_chunked()
-        return False
-
-    async def _send_raw(
-        self, turn: dict[str, Any], rw: ResponseWriter, status: int, base: list[tuple[str, str]]
-    ) -> None:
-        if "raw_body_b64" in turn:
-            data = base64.b64decode(turn["raw_body_b64"])
-        else:
-            data = turn["raw_body"].encode("utf-8")
-        looks_sse = data.lstrip().startswith((b"data:", b"event:", b":"))
-        headers = _headers(turn, SSE if looks_sse else JSON, base)
-        ctype = next(v for k, v in headers if k == "content-type")
-        fault = turn.get("fault")
-        if fault == "empty":
-            await rw.send(status, headers, b"")
-            return
-        if "event-stream" not in ctype.lower():
-            if fault == "disconnect":
-                await rw.send_partial(status, headers, data, len(data) // 2)
-                rw.cut()
-            else:
-                await rw.send(status, headers, data)
-            return
-        # One HTTP chunk per SSE event, so chunk_delay and disconnect act at event boundaries.
-        pieces = data.split(b"\n\n")
-        events = [p + b"\n\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
-        after = int(turn.get("after_chunks", 1))
-        delay = float(turn.get("chunk_delay", 0))
-        await rw.start_chunked(status, headers)
-        for i, ev in enumerate(events):
-            if fault == "disconnect" and i == after:
-                rw.cut()
-                return
-            if i and delay:
-                await asyncio.sleep(delay)
-            await rw.chunk(ev)
-        if fault == "disconnect":
-            rw.cut()
-            return
-        await rw.end_chunked()
-
-
-def _headers(
-    turn: Mapping[str, Any], default_ctype: str, base: list[tuple[str, str]]
-) -> list[tuple[str, str]]:
-    """Scripted headers minus framing ones, plus a content-type: `content_type` key, scripted, or default."""
-    ctype = turn.get("content_type")
-    scripted: list[tuple[str, str]] = []
-    for name, value in (turn.get("headers") or {}).items():
-        key = name.lower()
-        if key in FRAMING_HEADERS:
-            continue
-        if key == "content-type":
-            ctype = ctype or str(value)
-            continue
-        scripted.append((key, str(value)))
-    names = {k for k, _ in scripted}
-    # A scripted header replaces the server's own of the same name (a recorded x-request-id, say).
-    out = [(k, v) for k, v in base if k not in names] + scripted
-    out.append(("content-type", ctype or default_ctype))
-    return out
-
-
-def _error_obj(message: str, code: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
-
-
-def _error_json(message: str) -> bytes:
-    return orjson.dumps(_error_obj(message, "bad_request"))
-
-
-async def _send_json(rw: ResponseWriter, status: int, obj: Any) -> None:
-    await rw.send(status, [("content-type", JSON)], orjson.dumps(obj))
+            await send_completion(turn, ctx, rw, status, base_headers)
