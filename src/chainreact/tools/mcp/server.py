@@ -48,6 +48,7 @@ class MCPServer:
                     errors=[(f"{cfg.where}.config.server", f"no provider {cfg.provider!r}")],
                 )
             return cls(cfg, ProviderBackend(provider, cfg.name))
+        _require_sdk(cfg)
         from .client import SessionBackend
 
         return cls(cfg, SessionBackend(cfg))
@@ -153,6 +154,23 @@ async def load_mcp_tools(
             used.add(name)
             out.append(t)
     return out
+
+
+def _require_sdk(cfg: MCPServerConfig) -> None:
+    """Fail at configuration time, not on the first call, when the SDK is missing or too old."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("mcp")
+    except PackageNotFoundError:
+        installed = ""
+    major = installed.split(".", 1)[0]
+    if not major.isdigit() or int(major) < 2:
+        found = f"mcp {installed} is installed" if installed else "the 'mcp' package is not installed"
+        raise ConfigError(
+            f"{cfg.where}: MCP servers need the mcp SDK 2.x ({found}): pip install 'chainreact[mcp]'",
+            errors=[(cfg.where, "mcp SDK 2.x missing")],
+        )
 
 
 def tool_name(name: str) -> str:
