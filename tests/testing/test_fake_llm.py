@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fakellm_helpers import body, deltas, joined, post, sse_chunks, sse_data
+from .fakellm_helpers import body, deltas, joined, post, sse_chunks, sse_data
 
 from chainreact.errors import ChainreactError, ConfigError
 from chainreact.testing import FakeLLM, tool_steps_responder
