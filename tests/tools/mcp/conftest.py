@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_testkit import CRASHY_SERVER, SPAWN, HTTPServer, npm_server
+
+from .mcp_testkit import CRASHY_SERVER, SPAWN, HTTPServer, npm_server
 
 
 @pytest.fixture

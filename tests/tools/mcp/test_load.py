@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp_testkit import alive, pids, time_descriptor
 
 from chainreact.errors import ConfigError, ToolError
 from chainreact.tools.base import ToolContext
 from chainreact.tools.mcp import load_mcp_tools
+
+from .mcp_testkit import alive, pids, time_descriptor
 
 pytestmark = pytest.mark.mcp
 CTX = ToolContext()

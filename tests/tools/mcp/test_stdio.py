@@ -10,11 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from mcp_testkit import SPAWN, alive, pids, time_descriptor
 
 from chainreact.errors import ToolError
 from chainreact.tools.base import ToolContext, ToolOutput
 from chainreact.tools.mcp import MCPServer, load_mcp_tools
+
+from .mcp_testkit import SPAWN, alive, pids, time_descriptor
 
 pytestmark = pytest.mark.mcp
 CTX = ToolContext()
@@ -215,3 +216,28 @@ async def test_server_exiting_at_start_reports_its_stderr(tmp_path):
     )
     with pytest.raises(ToolError, match="fatal: missing API key FOO"):
         await server.list_tools()
+
+
+async def test_concurrent_calls_share_one_session(crashy):
+    desc, pidfile = crashy
+    async with MCPServer.from_descriptor(desc) as server:
+        results = await asyncio.gather(*(server.call_tool("sleep", {"seconds": 0.2}) for _ in range(8)))
+        assert results == ["slept"] * 8
+        assert len(pids(pidfile)) == 1
+
+
+async def test_stderr_of_a_server_dying_mid_session_is_not_lost(tmp_path):
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import sys\n"
+        "for i in range(3000):\n"
+        "    print(f'noise line {i}', file=sys.stderr)\n"
+        "print('last words', file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    server = MCPServer.from_descriptor(
+        {"type": "mcp", "config": {"command": sys.executable, "args": [str(script)]}}
+    )
+    with pytest.raises(ToolError) as ei:
+        await server.list_tools()
+    assert "last words" in str(ei.value) and "noise line 2999" in str(ei.value)

@@ -363,8 +363,9 @@ class _StderrTail:
             def data_received(self, data: bytes) -> None:
                 tail._feed(data)
 
+        self._rfile = os.fdopen(r, "rb", buffering=0)
         # connect_read_pipe is scheduled now and completes at the next loop iteration.
-        self._connecting = loop.create_task(loop.connect_read_pipe(_Proto, os.fdopen(r, "rb", buffering=0)))
+        self._connecting = loop.create_task(loop.connect_read_pipe(_Proto, self._rfile))
         self._connecting.add_done_callback(self._connected)
 
     def _connected(self, fut: asyncio.Future[Any]) -> None:
@@ -390,12 +391,26 @@ class _StderrTail:
                 log.debug("[%s stderr] %s", self.name, line)
 
     def close(self) -> None:
+        """Read what is left in the pipe (a dying server's last words), then release it."""
         if not self._w.closed:
             self._w.close()
+        if self._transport is None and self._connecting.done():
+            self._connected(self._connecting)
+        else:
+            self._connecting.cancel()
+        try:
+            fd = self._rfile.fileno()
+            os.set_blocking(fd, False)
+            while data := os.read(fd, 65536):
+                self._feed(data)
+        except (OSError, ValueError):  # EAGAIN (a live grandchild holds the pipe) or already closed
+            pass
+        if self._partial:
+            self._feed(b"\n")
         if self._transport is not None:
             self._transport.close()
         else:
-            self._connecting.cancel()
+            self._rfile.close()
 
 
 def _tail(owner: _Owner) -> str:
