@@ -73,18 +73,26 @@ async def with_retries(
         r = req if attempt == 1 else replace(req, attempt=attempt)
         delivered = 0
         buf: list[StreamItem] = []
+        response: ModelResponse | None = None
         try:
             async for item in fn(r):
                 if isinstance(item, ModelResponse):
-                    for b in buf:
-                        yield b
-                    yield item
-                    return
+                    # Keep iterating to the end, so wrap_model middleware runs its code after the stream
+                    # (timing, logging) before the caller sees the response.
+                    response = item
+                    continue
+                if response is not None:
+                    continue
                 if buffered:
                     buf.append(item)
                 else:
                     delivered += 1
                     yield item
+            if response is not None:
+                for b in buf:
+                    yield b
+                yield response
+                return
             raise ModelError(f"{req.endpoint}: the model call ended without a response (a wrap_model "
                              "middleware returned no ModelResponse?)", endpoint=req.endpoint)
         except ModelError as e:
