@@ -168,8 +168,8 @@ def test_missing_extra_names_the_module_and_the_install_command(
 def test_command_line_uses_the_function_calling_chat_format(tmp_path: Path) -> None:
     s = srv.LocalServer(model_path=tmp_path / "m.gguf", port=4321)
     cmd = s.command()
-    assert cmd[1:3] == ["-m", "llama_cpp.server"]
-    assert cmd[cmd.index("--chat_format") + 1] == "chatml-function-calling"
+    assert cmd[1:3] == ["-m", "chainreact.local.llama_entry"]
+    assert cmd[cmd.index("--chat_format") + 1] == "chainreact-chatml-function-calling"
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and cmd[cmd.index("--port") + 1] == "4321"
     assert s.base_url == "http://127.0.0.1:4321/v1"
 

