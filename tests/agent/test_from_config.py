@@ -45,7 +45,8 @@ async def test_globals_and_templates_reach_the_wire(server: FakeLLM, tmp_path: P
 async def test_python_tool_descriptor(server: FakeLLM) -> None:
     doc = {"url": server.url, "model": "m", "tools": [
         {"type": "python", "name": "tests.agent.conftest:add"},
-        {"type": "python", "name": "plus", "description": "Adds.", "config": {"function": "tests.agent.conftest:plain_add"},
+        {"type": "python", "name": "plus", "description": "Adds.",
+         "config": {"function": "tests.agent.conftest:plain_add"},
          "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
                         "required": ["a", "b"]}},
     ]}
