@@ -241,3 +241,28 @@ async def test_stderr_of_a_server_dying_mid_session_is_not_lost(tmp_path):
     with pytest.raises(ToolError) as ei:
         await server.list_tools()
     assert "last words" in str(ei.value) and "noise line 2999" in str(ei.value)
+
+
+async def test_aclose_during_a_call_fails_it_without_reconnecting(crashy):
+    desc, pidfile = crashy
+    server = MCPServer.from_descriptor(desc)
+    assert await server.call_tool("ping") == "pong"
+    call = asyncio.create_task(server.call_tool("sleep", {"seconds": 30}))
+    await asyncio.sleep(0.3)  # let the request reach the server (ordering only, nothing is timed)
+    await server.aclose()
+    with pytest.raises(ToolError, match="was closed while calling tool 'sleep'"):
+        await call
+    [pid] = pids(pidfile)  # no re-initialisation after a deliberate close
+    assert not alive(pid)
+
+
+async def test_aclose_while_connecting_fails_the_waiting_call(tmp_path):
+    pidfile = tmp_path / "time.pids"
+    server = MCPServer.from_descriptor(time_descriptor(pidfile=pidfile))
+    listing = asyncio.create_task(server.list_tools())
+    while not pids(pidfile):  # the process has started; initialize is still pending
+        await asyncio.sleep(0.01)
+    await server.aclose()
+    with pytest.raises(ToolError, match="was closed while connecting"):
+        await listing
+    assert not alive(pids(pidfile)[0])

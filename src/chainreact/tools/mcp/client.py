@@ -50,6 +50,10 @@ class _CallTimeout(Exception):
     pass
 
 
+class _Closed(Exception):
+    """Internal: aclose() ended the connection while a request was in flight (not retried)."""
+
+
 @dataclass(eq=False)
 class _Job:
     op: Callable[[Any], Awaitable[Any]]  # receives the SDK's ClientSession
@@ -79,6 +83,7 @@ class _Owner:
     # HTTP 404 to a request carrying Mcp-Session-Id: the server forgot the session (restart, expiry).
     # The spec says to start a new session; the SDK only shows the server's JSON-RPC error, so track it here.
     session_expired: bool = False
+    deliberate: bool = False  # stopped by aclose(), not because the session was lost
     task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -91,8 +96,12 @@ class _Owner:
             raise _SessionLost(self.error)
         self.queue.put_nowait(job)
 
-    async def stop(self) -> None:
-        """End the owner task (graceful when connected) and wait for it; safe from any task."""
+    async def stop(self, *, deliberate: bool = False) -> None:
+        """End the owner task (graceful when connected) and wait for it; safe from any task.
+
+        `deliberate` (aclose): in-flight requests fail for good instead of being retried elsewhere.
+        """
+        self.deliberate = self.deliberate or deliberate
         task = self.task
         if task is None or task.done():
             return
@@ -133,7 +142,7 @@ class _Owner:
             log.debug("MCP server %r: session ended: %r", self.backend.cfg.name, self.error)
         finally:
             self.closed = True
-            lost = _SessionLost(self.error)
+            lost: Exception = _Closed() if self.deliberate else _SessionLost(self.error)
             if not self.ready.done():
                 self.ready.set_exception(lost)
             pending = list(self.running)
@@ -231,7 +240,7 @@ class SessionBackend:
         async with self._lock:
             owner, self._owner = self._owner, None
         if owner is not None:
-            await owner.stop()
+            await owner.stop(deliberate=True)
 
     # --- connection management ---------------------------------------------------------------------
 
@@ -256,6 +265,8 @@ class SessionBackend:
                     attempt,
                 )
                 await self._discard(owner)
+            except _Closed:
+                raise ToolError(f"MCP server {self.cfg.name!r} was closed while {what}") from None
             except (ToolError, _CallTimeout):
                 raise
             except Exception as e:
@@ -280,6 +291,8 @@ class SessionBackend:
                 f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): no answer to initialize within "
                 f"{self.cfg.list_timeout:g} s (config.listTimeout)" + _tail(owner)
             ) from None
+        except _Closed:
+            raise ToolError(f"MCP server {self.cfg.name!r} was closed while connecting") from None
         except _SessionLost as e:
             await self._discard(owner)
             raise ToolError(
