@@ -91,6 +91,7 @@ def _import_function(path: str, where: str, base_dir: Path | None = None) -> Cal
 async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
     tools: list[Tool] = []
     mcp: list[tuple[str, ToolDescriptor]] = []
+    mcp_at = 0  # MCP tools take the place of the first MCP entry (servers connect together)
     for i, entry in enumerate(entries):
         where = f"tools[{i}]"
         if isinstance(entry, Tool) or (callable(entry) and not isinstance(entry, str | dict)):
@@ -124,6 +125,8 @@ async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
 
             tools.append(create_http_tool(desc))
         elif desc.type == "mcp":
+            if not mcp:
+                mcp_at = len(tools)
             mcp.append((where, desc))
         elif desc.type == "agent":
             tools.append(_agent_tool(desc, owner, where))
@@ -139,7 +142,10 @@ async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
             raise ConfigError(
                 f"{mcp[0][0]}: MCP tools need the 'mcp' extra: pip install 'chainreact[mcp]' ({e})"
             ) from None
-        tools.extend(await load_mcp_tools([d for _, d in mcp], providers=owner.providers))
+        # Names already taken by other tools make clashing MCP tools take a "<server>_" prefix.
+        found = await load_mcp_tools([d for _, d in mcp], providers=owner.providers,
+                                     taken=[t.name for t in tools])
+        tools[mcp_at:mcp_at] = found
     seen: dict[str, int] = {}
     for i, t in enumerate(tools):
         if t.name in seen:
