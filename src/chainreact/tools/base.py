@@ -173,7 +173,7 @@ def schema_from_signature(fn: Callable[..., Any], docs: dict[str, str] | None = 
     docs = docs or {}
     sig = inspect.signature(fn)
     try:
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
     except Exception:
         hints = {}
     props: dict[str, Any] = {}
