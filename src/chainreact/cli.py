@@ -13,7 +13,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 EXIT_OK = 0
@@ -87,6 +86,8 @@ def build_globals(items: Sequence[str] | None, files: Sequence[str] | None = Non
 
 
 def _load_globals_file(path: str) -> dict[str, Any]:
+    from pathlib import Path
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
