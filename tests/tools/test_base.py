@@ -60,7 +60,8 @@ def test_dataclass_parameter_uses_pydantic_schema() -> None:
         return ""
 
     schema = plot.parameters["properties"]["p"]
-    assert schema["properties"] == {"x": {"title": "X", "type": "integer"}, "y": {"title": "Y", "type": "integer"}}
+    assert schema["properties"] == {"x": {"title": "X", "type": "integer"},
+                                    "y": {"title": "Y", "type": "integer"}}
 
 
 def test_overrides() -> None:
