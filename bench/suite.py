@@ -1,0 +1,208 @@
+"""The benchmark suite: chainreact and its peers, same agent, same scripted server, one command.
+
+    bench/run [--quick] [--only chainreact,agno] [--workloads sync,stream] [--no-docs]
+
+Every framework runs in its own process against a scripted OpenAI-compatible server in another process,
+one fresh server per (framework, workload) so its request counts check that runner alone. Results go to
+bench/results/<stamp>.json (and latest.json); the tables and charts into docs/performance.md and
+docs/img/. A framework that did not complete every run is a failure of the suite (exit 1), never a
+fast-looking number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import imports
+from procs import BENCH, Server, run_runner, verify
+
+# Runner file suffix -> display name; baselines first.
+FRAMEWORKS = {
+    "bare_httpx": "bare httpx",
+    "bare_openai": "bare openai SDK",
+    "chainreact": "chainreact",
+    "pydantic_ai": "pydantic-ai",
+    "openai_agents": "openai-agents",
+    "langgraph": "langgraph",
+    "agno": "agno",
+}
+PEERS = ("pydantic_ai", "openai_agents", "langgraph", "agno")
+WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft")
+
+# Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request).
+FULL = {"runs": 10, "reps": 5, "warmup": 2, "conc_runs": 500, "conc_reps": 1, "agents": 10_000,
+        "build_budget": 60.0, "import_repeat": 5, "ttft_iterations": 30}
+QUICK = {"runs": 4, "reps": 2, "warmup": 1, "conc_runs": 100, "conc_reps": 1, "agents": 500,
+         "build_budget": 20.0, "import_repeat": 3, "ttft_iterations": 8}
+LATENCY = 0.1  # seconds per request in the concurrent workload
+
+
+def machine() -> dict[str, Any]:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "load_avg_start": list(os.getloadavg())}
+
+
+def run_workload(fw: str, workload: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    if workload == "concurrent":
+        args = ["--runs", str(cfg["conc_runs"]), "--reps", str(cfg["conc_reps"]), "--warmup", "1"]
+    elif workload == "build":
+        args = ["--agents", str(cfg["agents"]), "--budget", str(cfg["build_budget"])]
+    else:
+        args = ["--runs", str(cfg["runs"]), "--reps", str(cfg["reps"]), "--warmup", str(cfg["warmup"])]
+    t0 = time.perf_counter()
+    with Server.start(latency=LATENCY if workload == "concurrent" else 0.0) as srv:
+        result = run_runner(fw, srv.url, workload, args, timeout=600)
+        counts = srv.stop()
+    result["server_counts"] = counts
+    result["elapsed_s"] = time.perf_counter() - t0
+    problems = verify(result, counts)
+    if problems:
+        result["status"] = "failed"
+        result["reason"] = "; ".join(problems)
+    return result
+
+
+def run_ttft(cfg: dict[str, Any]) -> dict[str, Any]:
+    import subprocess
+
+    from procs import MARKER, PYTHON, ROOT, bench_env
+
+    with Server.start(steps=0, chunk_delay=0.005) as srv:
+        cp = subprocess.run([PYTHON, str(BENCH / "ttft.py"), "--url", srv.url, "--iterations",
+                             str(cfg["ttft_iterations"])], capture_output=True, text=True, timeout=600,
+                            env=bench_env(), cwd=ROOT)
+        counts = srv.stop()
+    for line in reversed(cp.stdout.splitlines()):
+        if line.startswith(MARKER):
+            out: dict[str, Any] = json.loads(line[len(MARKER):])
+            out["server_counts"] = counts
+            if out.get("status") == "ok" and counts.get("non_streamed", 1) != 0:
+                out.update(status="failed", reason=f"server saw non-streaming requests: {counts}")
+            return out
+    return {"status": "error", "reason": f"ttft exited {cp.returncode}: {cp.stderr[-1500:]}"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="few runs: checks the suite works, numbers are rough")
+    p.add_argument("--only", default="", help=f"comma list of frameworks: {', '.join(FRAMEWORKS)}")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma list of {', '.join(WORKLOADS)}")
+    p.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md and charts")
+    p.add_argument("--out", type=Path, default=BENCH / "results", help="directory for the JSON results")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in only if s not in FRAMEWORKS]
+    workloads = [s.strip() for s in args.workloads.split(",") if s.strip()]
+    bad_w = [w for w in workloads if w not in WORKLOADS]
+    if unknown or bad_w:
+        print(f"bench/run: unknown framework(s) {unknown} / workload(s) {bad_w}; "
+              f"frameworks: {', '.join(FRAMEWORKS)}; workloads: {', '.join(WORKLOADS)}", file=sys.stderr)
+        return 2
+    fws = only or list(FRAMEWORKS)
+    cfg = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "meta": {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "quick": args.quick,
+                 "settings": cfg, "latency_s": LATENCY, "machine": machine()},
+        "frameworks": {fw: {} for fw in fws},
+    }
+    for workload in workloads:
+        if workload in ("imports", "ttft"):
+            continue
+        for fw in fws:
+            print(f"[bench] {workload:<10} {FRAMEWORKS[fw]:<16}", end=" ", flush=True)
+            r = run_workload(fw, workload, cfg)
+            results["frameworks"][fw][workload] = r
+            print(_summary(workload, r), flush=True)
+    if "imports" in workloads:
+        print("[bench] imports", flush=True)
+        names = {FRAMEWORKS[f] for f in fws}
+        results["imports"] = imports.measure(int(cfg["import_repeat"]), names)
+    if "ttft" in workloads and "chainreact" in fws:
+        print("[bench] time to first text delta", flush=True)
+        results["ttft"] = run_ttft(cfg)
+        print("        " + _ttft_summary(results["ttft"]), flush=True)
+    results["meta"]["duration_s"] = time.perf_counter() - started
+    results["meta"]["machine"]["load_avg_end"] = list(__import__("os").getloadavg())
+    failures = _failures(results)
+    results["failures"] = failures
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for name in (f"{stamp}.json", "latest.json"):
+        tmp = args.out / (name + ".tmp")
+        tmp.write_text(json.dumps(results, indent=1))
+        tmp.replace(args.out / name)  # never a half-written results file
+    print(f"[bench] results: {args.out / (stamp + '.json')} ({results['meta']['duration_s']:.0f} s)")
+    if failures:
+        print("[bench] FAILED: these did not complete every run as scripted:", file=sys.stderr)
+        for f in failures:
+            print(f"  - {f}", file=sys.stderr)
+        print("[bench] docs/performance.md left unchanged (a failed run must not look fast)", file=sys.stderr)
+        return 1
+    if not args.no_docs:
+        import report
+
+        written = report.write(results)
+        print(f"[bench] wrote {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def _failures(results: dict[str, Any]) -> list[str]:
+    out = []
+    for fw, per in results["frameworks"].items():
+        for workload, r in per.items():
+            if r.get("status") in ("failed", "error"):
+                out.append(f"{FRAMEWORKS[fw]} / {workload}: {r.get('reason')}")
+    t = results.get("ttft")
+    if t and t.get("status") != "ok":
+        out.append(f"ttft: {t.get('reason')}")
+    return out
+
+
+def _summary(workload: str, r: dict[str, Any]) -> str:
+    st = r.get("status")
+    if st != "ok":
+        return f"{st}: {r.get('reason')}"
+    if workload == "build":
+        return (f"{r['cpu_per_agent_us']:.0f} us CPU/agent, {r['kib_per_agent']:.1f} KiB/agent"
+                f"{' (partial)' if r['partial'] else ''}  [{r['elapsed_s']:.0f} s]")
+    if workload == "concurrent":
+        return (f"wall {r['wall_s']:.2f} s, {r['cpu_per_request_ms']:.2f} ms CPU/req, "
+                f"peak RSS {r['peak_rss_mb']:.0f} MB  [{r['elapsed_s']:.0f} s]")
+    return (f"{r['cpu_per_request_ms']:.2f} ms CPU/req, peak RSS {r['peak_rss_mb']:.0f} MB  "
+            f"[{r['elapsed_s']:.0f} s]")
+
+
+def _ttft_summary(t: dict[str, Any]) -> str:
+    if t.get("status") != "ok":
+        return f"{t.get('status')}: {t.get('reason')}"
+    parts = [f"raw {t['raw_ms']:.2f} ms"]
+    parts += [f"{n}: {v['overhead_ms']:+.2f} ms" for n, v in t["variants"].items()]
+    return ", ".join(parts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
