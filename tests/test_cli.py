@@ -319,3 +319,41 @@ def test_run_invalid_document_exits_1_with_path(tmp_path: Path) -> None:
     r = cli("run", str(doc), "hi")
     assert r.returncode == 1
     assert "$.maxStep" in r.stderr and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- delegated commands
+
+
+def test_fake_llm_command_passes_its_options_through(tmp_path: Path) -> None:
+    import signal
+
+    import httpx
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "scripted answer"}]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chainreact", "fake-llm", "--script", str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        r = httpx.post(f"{url}/chat/completions", json={"messages": [{"role": "user", "content": "x"}]})
+        assert r.json()["choices"][0]["message"]["content"] == "scripted answer"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
+def test_complete_command(tmp_path: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    doc = tmp_path / "a.json"
+    with FakeLLM([{"text": "one call"}]) as srv:
+        doc.write_text(json.dumps({"url": "${global.u}", "model": "m", "key": "k"}))
+        r = cli("complete", str(doc), "hi", "--global", f"u={srv.url}")
+        assert r.returncode == 0, r.stderr
+        assert srv.chat_requests[0].messages[-1] == {"role": "user", "content": "hi"}
+        assert "tools" not in (srv.chat_requests[0].body or {})
+    assert "one call" in r.stdout

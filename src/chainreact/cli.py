@@ -309,6 +309,11 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
     return int(fake_main(list(args.rest)))
 
 
+# Commands whose arguments belong to another parser: everything after the command name is passed on
+# untouched (argparse.REMAINDER alone would still reject a leading "--option").
+_PASSTHROUGH = {"fake-llm"}
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -376,7 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    i = 0
+    while i < len(argv) and argv[i] == "--debug":
+        i += 1
+    if i < len(argv) and argv[i] in _PASSTHROUGH:
+        args = argparse.Namespace(command=argv[i], func=cmd_fake_llm, rest=argv[i + 1:], debug=i > 0)
+    else:
+        args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
