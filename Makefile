@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip install --prefer-binary --disable-pip-version-check 
 PYPROJECT_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
 DEMO_TASK ?= What is 17 + 25? Use the add tool.
 
-.PHONY: demo test lint bench install install-dev clean-venv
+.PHONY: demo test lint bench bench-smoke install install-dev clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "chainreact needs Python >= 3.11"'
@@ -42,9 +42,18 @@ lint: install-dev
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 
-## bench: the benchmarks in bench/ (not built yet)
-bench: install-dev
-	@if [ -x bench/run ]; then bench/run; else echo "bench: no benchmarks yet (bench/run is missing)" >&2; exit 1; fi
+$(VENV)/.stamp-bench-$(PYPROJECT_HASH): $(VENV)/.stamp-dev-$(PYPROJECT_HASH)
+	$(PIP) -e '.[bench]'
+	touch $@
+
+## bench: install the peers (extra 'bench') and run the benchmark suite against them (< 15 min on 2 cores);
+## writes docs/performance.md. BENCH_ARGS="--quick" or "--only chainreact,agno" for a part of it.
+bench: $(VENV)/.stamp-bench-$(PYPROJECT_HASH)
+	bench/run $(BENCH_ARGS)
+
+## bench-smoke: the suite's CI smoke test (chainreact + bare httpx, correctness only, no timing)
+bench-smoke: install-dev
+	$(BIN)/python -m pytest -q tests/bench
 
 clean-venv:
 	rm -rf $(VENV)
