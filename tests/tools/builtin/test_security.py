@@ -53,7 +53,8 @@ def corpus(ws: Path, outside: Path, *, writing: bool) -> list[str]:
         "a/../../outside/sentinel.txt", "./../outside/sentinel.txt", "inner/../../outside/sentinel.txt",
         "linkdir/sentinel.txt", "linkdir", "linkdir/", "linkdir/new.txt", "linkfile", "chain1/sentinel.txt",
         "chain1", "chain1/new.txt", f"{etc}/passwd", etc, "dangling", "inner/up/../outside/sentinel.txt",
-        "inner/up/inner/up/../outside/new.txt", "~/.bashrc", "~", "~root/.bashrc", "%2e%2e/outside/sentinel.txt",
+        "inner/up/inner/up/../outside/new.txt", "~/.bashrc", "~", "~root/.bashrc",
+        "%2e%2e/outside/sentinel.txt",
         "..%2foutside%2fsentinel.txt", "..\\outside\\sentinel.txt", "x\x00y", "inside.txt\x00../outside",
         "a" * 5000, "b" * 300 + "/x", "\u2025/outside/sentinel.txt", "\uff0e\uff0e/outside/sentinel.txt",
         "//" + str(outside / "sentinel.txt").lstrip("/"), f"{ws}/../outside/sentinel.txt",
@@ -90,9 +91,11 @@ async def test_no_escapes(layout: dict[str, Any]) -> None:
         attempts += [(write, {"path": p, "content": "PWNED", "mode": mode}) for mode in
                      ("create", "overwrite", "append")]
         attempts += [(edit, {"path": p, "old_text": "TOPSECRET", "new_text": "PWNED"}),
-                     (edit, {"path": p, "start_line": 1, "new_text": "PWNED"}), (edit, {"path": p, "undo": True})]
-    for pattern in ["../*", "../outside/*", "/etc/*", "linkdir/*", "chain1/*", "etc/*", "~/*", "**/sentinel.txt",
-                    "**/passwd", "**/*hidden*", "inner/up/../outside/*", "**/../*", f"{outside}/*", "**"]:
+                     (edit, {"path": p, "start_line": 1, "new_text": "PWNED"}),
+                     (edit, {"path": p, "undo": True})]
+    for pattern in ["../*", "../outside/*", "/etc/*", "linkdir/*", "chain1/*", "etc/*", "~/*",
+                    "**/sentinel.txt", "**/passwd", "**/*hidden*", "inner/up/../outside/*", "**/../*",
+                    f"{outside}/*", "**"]:
         attempts += [(glob, {"pattern": pattern}), (grep, {"pattern": "TOPSECRET", "include": [pattern]})]
     assert len(corpus(ws, outside, writing=False)) >= 40
 
