@@ -4,7 +4,7 @@
 
 The server (started by the suite with `--steps 0 --chunk-delay 0.005`) answers every request with a
 streamed plain text in ~20 paced chunks. Per iteration, in the same process, in a shuffled order so drift
-hits every variant alike: a bare httpx streaming read of the same request (the raw stream) and chainreact
+hits every variant alike: a bare httpx read of the same request's raw bytes (the raw stream) and chainreact
 in each mode. Each measures from the request's start to the first non-empty text; the overhead is the
 variant's median minus the raw median. By design `drain` waits for the whole stream and `auto` with tools
 holds text for its window (0.5 s) or until the stream ends, whichever is first; `firstContent` releases
@@ -43,12 +43,24 @@ async def raw_first_text(client: Any, with_tools: bool) -> float:
         body["tools"] = TOOLS
     t0 = time.perf_counter()
     first: float | None = None
+    buf = b""
     async with client.stream("POST", "/chat/completions", json=body) as r:
-        async for line in r.aiter_lines():
-            if first is None and line.startswith("data:") and line[5:].strip() != "[DONE]":
-                for ch in json.loads(line[5:]).get("choices") or ():
+        # Raw bytes split on event boundaries: the least work that can find the first text delta.
+        async for data in r.aiter_raw():
+            if first is not None:
+                continue
+            buf += data
+            *events, buf = buf.split(b"\n\n")
+            for ev in events:
+                payload = ev.partition(b"data:")[2].strip()
+                if not payload or payload == b"[DONE]":
+                    continue
+                for ch in json.loads(payload).get("choices") or ():
                     if (ch.get("delta") or {}).get("content"):
                         first = time.perf_counter() - t0
+                        break
+                if first is not None:
+                    break
     if first is None:
         raise RuntimeError("raw stream carried no text")
     return first
