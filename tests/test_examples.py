@@ -14,7 +14,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # What each example must print (a behaviour check, not just "it exited 0").
 EXPECTED = {
     "agent_basic.py": ["19 + 23 = 42.", "steps=2 stop_reason=stop", "tool      42"],
-    "agent_streaming.py": ["→ weather", "← Lyon: 21°C, clear", "It is 21°C and clear in Lyon.", "[final: stop"],
+    "agent_streaming.py": ["→ weather", "← Lyon: 21°C, clear", "It is 21°C and clear in Lyon.",
+                           "[final: stop"],
     "agent_middleware.py": ["Error: delete_file is not allowed here", "model attempt on"],
     "agent_cancel.py": ["cancel outcome: cancelled", "stop_reason: cancelled", "Resumed"],
     "agent_as_tool.py": ["[boss/researcher] Paris", "[boss]  researcher"],

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -22,11 +22,6 @@ _LAZY = {
     "ToolCall": "chainreact.types",
     "Usage": "chainreact.types",
 }
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .config import AgentConfig, load_document
-    from .types import Message, ToolCall, Usage
-
 
 def __getattr__(name: str) -> Any:
     mod = _LAZY.get(name)

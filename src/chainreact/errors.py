@@ -10,7 +10,8 @@ class ChainreactError(Exception):
 class ConfigError(ChainreactError):
     """A configuration document is invalid. `errors` holds (json_path, message) pairs."""
 
-    def __init__(self, message: str, *, source: str | None = None, errors: list[tuple[str, str]] | None = None):
+    def __init__(self, message: str, *, source: str | None = None,
+                 errors: list[tuple[str, str]] | None = None):
         self.source = source
         self.errors = errors or []
         super().__init__(message)

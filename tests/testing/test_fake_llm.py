@@ -9,10 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
-from .fakellm_helpers import body, deltas, joined, post, sse_chunks, sse_data
 
 from chainreact.errors import ChainreactError, ConfigError
 from chainreact.testing import FakeLLM, tool_steps_responder
+
+from .fakellm_helpers import body, deltas, joined, post, sse_chunks, sse_data
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from .fakellm_helpers import deltas, post, sse_chunks
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from .fakellm_helpers import body, deltas, joined, post, sse_chunks, sse_data
 
 from chainreact.testing import FakeLLM
+
+from .fakellm_helpers import body, deltas, joined, post, sse_chunks, sse_data
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from chainreact.config import Compat, ModelParams
 from chainreact.errors import ConfigError
 from chainreact.types import Message
 
+from ..jsonutil import deep_merge
+
 
 @dataclass(slots=True)
 class ModelRequest:
@@ -26,7 +28,7 @@ class ModelRequest:
 
     - messages: the conversation (chainreact Messages, not yet wire dicts)
     - tools: OpenAI `tools[]` entries, or None
-    - tool_choice: "auto" | "none" | "required" | {"type": "function", ...} | None (= not sent)
+    - tool_choice: "auto" | "none" | "required" | {"type": "function", ...} | None ("auto" with tools)
     - stream: whether the caller wants stream items (the wire may still be non-streaming when the
       endpoint's compat says `streamTools: false` and tools are present)
     - model: the model name sent to this endpoint
@@ -69,20 +71,9 @@ def nest(fields: dict[str, Any]) -> dict[str, Any]:
             target = nxt
         leaf = parts[-1]
         if isinstance(value, dict) and isinstance(target.get(leaf), dict):
-            target[leaf] = _merge(target[leaf], value)
+            target[leaf] = deep_merge(target[leaf], value)
         else:
             target[leaf] = value
-    return out
-
-
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """Deep merge; `top` wins on conflicting leaves."""
-    out = dict(base)
-    for k, v in top.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
     return out
 
 
@@ -179,7 +170,8 @@ def build_body(req: ModelRequest) -> dict[str, Any]:
         body["response_format"] = fmt
     if req.tools:
         body["tools"] = req.tools
-    choice = req.tool_choice
+    # "auto" is OpenAI's default with tools, but some servers (llama.cpp) ignore tools unless told.
+    choice = req.tool_choice if req.tool_choice is not None else ("auto" if req.tools else None)
     if choice is not None and (req.tools or choice == "none"):
         if choice == "required" and not req.compat.toolChoiceRequired:
             choice = "auto"
@@ -192,9 +184,9 @@ def build_body(req: ModelRequest) -> dict[str, Any]:
     if p.extraFields:
         extra = nest(p.extraFields)
     if req.extra:
-        extra = _merge(extra or {}, nest(req.extra))
+        extra = deep_merge(extra or {}, nest(req.extra))
     if extra:
-        body = _merge(extra, body)  # standard fields win on conflict
+        body = deep_merge(extra, body)  # standard fields win on conflict
     for key in req.compat.omit:
         _drop(body, key)
     return body

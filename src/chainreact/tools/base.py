@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
+from ..jsonutil import to_text
 from ..types import Event, Message
 
 
@@ -93,16 +94,7 @@ class FunctionTool(Tool):
             result = await self.fn(**kwargs)
         else:
             result = await asyncio.to_thread(self.fn, **kwargs)
-        if isinstance(result, ToolOutput | str):
-            return result
-        if result is None:
-            return ""
-        import orjson
-
-        try:
-            return orjson.dumps(result).decode()
-        except TypeError:
-            return str(result)
+        return result if isinstance(result, ToolOutput) else to_text(result)
 
 
 def tool(

@@ -23,7 +23,8 @@ class ToolCall:
     arguments: str = ""
 
     def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @dataclass(slots=True)
@@ -60,7 +61,8 @@ class Usage:
         prompt = int(data.get("prompt_tokens") or 0)
         completion = int(data.get("completion_tokens") or 0)
         total = data.get("total_tokens")
-        return cls(prompt, completion, int(total) if total is not None else prompt + completion, int(cached or 0))
+        total_tokens = int(total) if total is not None else prompt + completion
+        return cls(prompt, completion, total_tokens, int(cached or 0))
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ import asyncio
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import ToolError
+from ...jsonutil import to_text
 from ..base import ToolOutput
 from .results import map_result
 
@@ -67,14 +68,7 @@ class ProviderBackend:
             return result
         if isinstance(result, dict) and isinstance(result.get("content"), list):
             return map_result(result)
-        if result is None:
-            return ""
-        import orjson
-
-        try:
-            return orjson.dumps(result).decode()
-        except TypeError:
-            return str(result)
+        return to_text(result)
 
     async def aclose(self) -> None:
         """The provider belongs to the host application; nothing to release here."""
