@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .jsonutil import deep_merge
+
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -51,17 +53,6 @@ def parse_global(item: str) -> tuple[list[str], Any]:
         except json.JSONDecodeError as e:
             raise UsageError(f"--global {item!r}: the value after ':=' is not valid JSON ({e.msg})") from None
     return parts, value
-
-
-def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """`over` merged into a copy of `base`; nested objects merge, everything else is replaced."""
-    out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = deep_merge(out[k], v)
-        else:
-            out[k] = v
-    return out
 
 
 def build_globals(items: Sequence[str] | None, files: Sequence[str] | None = None) -> dict[str, Any]:
@@ -191,16 +182,7 @@ async def _run(args: argparse.Namespace, prompt: str, globals_: dict[str, Any]) 
             return await _run_jsonl(agent, prompt)
         if args.json:
             result = await agent.run(prompt)
-            out: dict[str, Any] = {
-                "content": result.content,
-                "stop_reason": result.stop_reason,
-                "steps": result.steps,
-                "usage": result.usage.to_dict(),
-                "messages": [m.to_openai() for m in result.messages],
-            }
-            if getattr(result, "reasoning", None):
-                out["reasoning"] = result.reasoning
-            _write(json.dumps(out, ensure_ascii=False) + "\n")
+            _write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
             return EXIT_OK
         if args.stream:
             return await _run_stream(agent, prompt)
