@@ -35,6 +35,10 @@ REQUESTS_PER_RUN = STEPS + 1
 # The scripted server's final answer starts with this (see chainreact.testing.responders).
 EXPECTED_ANSWER = f"All {STEPS} tool steps are done"
 MARKER = "BENCH_RESULT "
+# Client timeout (s, connect included) for every peer's HTTP client, retries off: 500 runs at once on two
+# cores wait long for a connection, and a peer must not fail on a default stricter than chainreact's own
+# (connect 10 s) nor hide a failure behind a retry.
+TIMEOUT = 120.0
 
 TOOL_CALLS = 0
 _tool_lock = threading.Lock()  # some frameworks run sync tools in worker threads

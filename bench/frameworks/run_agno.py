@@ -21,7 +21,7 @@ def adapter() -> h.Adapter:
         return h.add(a, b)
 
     def model(url: str) -> Any:
-        return OpenAILike(id="fake-model", base_url=url, api_key="x", max_retries=0)
+        return OpenAILike(id="fake-model", base_url=url, api_key="x", max_retries=0, timeout=h.TIMEOUT)
 
     def agent_of(m: Any, tool_: Any) -> Any:
         return Agent(model=m, instructions=h.SYSTEM_PROMPT, tools=[tool_], telemetry=False)

@@ -26,7 +26,7 @@ def adapter() -> h.Adapter:
     import httpx
 
     def make_agent(url: str, streaming: bool) -> Any:
-        return httpx.AsyncClient(base_url=url, headers={"authorization": "Bearer x"}, timeout=60,
+        return httpx.AsyncClient(base_url=url, headers={"authorization": "Bearer x"}, timeout=h.TIMEOUT,
                                  limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))
 
     async def complete(client: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:

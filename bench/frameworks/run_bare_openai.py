@@ -14,7 +14,7 @@ def adapter() -> h.Adapter:
     from openai import AsyncOpenAI
 
     def make_agent(url: str, streaming: bool) -> Any:
-        return AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+        return AsyncOpenAI(base_url=url, api_key="x", max_retries=0, timeout=h.TIMEOUT)
 
     async def complete_stream(client: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:
         stream = await client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS,

@@ -25,7 +25,8 @@ def adapter() -> h.Adapter:
         return h.add(a, b)
 
     def llm(url: str, streaming: bool) -> Any:
-        return ChatOpenAI(model="fake-model", base_url=url, api_key="x", streaming=streaming, max_retries=0)
+        return ChatOpenAI(model="fake-model", base_url=url, api_key="x", streaming=streaming, max_retries=0,
+                          timeout=h.TIMEOUT)
 
     def graph(model: Any, tool_: Any) -> Any:
         with warnings.catch_warnings():

@@ -23,7 +23,7 @@ def adapter() -> h.Adapter:
         return h.add(a, b)
 
     def model(url: str) -> Any:
-        client = AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+        client = AsyncOpenAI(base_url=url, api_key="x", max_retries=0, timeout=h.TIMEOUT)
         return OpenAIChatCompletionsModel(model="fake-model", openai_client=client)
 
     def make_agent(url: str, streaming: bool) -> Any:

@@ -9,6 +9,7 @@ import _harness as h
 
 def adapter() -> h.Adapter:
     h.require("pydantic_ai", "pydantic-ai-slim[openai]")
+    from openai import AsyncOpenAI
     from pydantic_ai import Agent, AgentRunResultEvent, Tool
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -18,7 +19,8 @@ def adapter() -> h.Adapter:
         return h.add(a, b)
 
     def model(url: str) -> Any:
-        return OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=url, api_key="x"))
+        client = AsyncOpenAI(base_url=url, api_key="x", max_retries=0, timeout=h.TIMEOUT)
+        return OpenAIChatModel("fake-model", provider=OpenAIProvider(openai_client=client))
 
     def make_agent(url: str, streaming: bool) -> Any:
         return Agent(model(url), instructions=h.SYSTEM_PROMPT, tools=[add])
