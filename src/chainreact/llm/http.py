@@ -1,8 +1,15 @@
 """One HTTP attempt against one endpoint, and the pooled httpx clients it uses.
 
-Pools: one `httpx.AsyncClient` per (event loop, base URL, timeouts), shared by every ModelClient in the
-process and reference-counted, so agents created per request still reuse warm keep-alive connections.
-httpx clients are bound to the loop they first ran on, hence the loop in the key.
+Pools: one set of `httpx.AsyncClient`s per (event loop, base URL, timeouts), shared by every ModelClient
+in the process and reference-counted, so agents created per request still reuse warm keep-alive
+connections. httpx clients are bound to the loop they first ran on, hence the loop in the key.
+
+Each set has up to SHARDS clients (created on first use) and a request uses the one picked by its task:
+httpcore's pool does work quadratic in its connection count whenever a request starts or ends
+(`_assign_requests_to_connections` counts idle connections once per idle connection), which made CPU per
+request grow tenfold with hundreds of concurrent runs (bench, docs/performance.md). Small shards keep
+that cheap. Picking by task keeps one run (one task, sequential requests) on one shard, so it reuses
+its warm connection.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from .request import ModelRequest, build_body
 MAX_CONNECTIONS: int | None = None
 MAX_KEEPALIVE = 1000
 KEEPALIVE_EXPIRY = 30.0
+SHARDS = 64
 
 _MAX_BODY_KEPT = 4000
 _MAX_MESSAGE = 1000
@@ -50,11 +58,27 @@ _HINTS = {
 
 
 class _Pool:
-    __slots__ = ("client", "refs")
+    __slots__ = ("base_url", "clients", "closed", "refs", "timeouts")
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
+    def __init__(self, base_url: str, timeouts: Timeouts) -> None:
+        self.base_url = base_url
+        self.timeouts = timeouts
+        self.clients: list[httpx.AsyncClient | None] = [None] * SHARDS
         self.refs = 0
+        self.closed = False
+
+    def pick(self) -> httpx.AsyncClient:
+        i = hash(asyncio.current_task()) % SHARDS
+        client = self.clients[i]
+        if client is None:
+            client = self.clients[i] = _new_client(self.base_url, self.timeouts)
+        return client
+
+    async def aclose(self) -> None:
+        self.closed = True
+        for client in self.clients:
+            if client is not None:
+                await client.aclose()
 
 
 _POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], _Pool]] = (
@@ -66,24 +90,54 @@ def _pool_key(base_url: str, timeouts: Timeouts) -> tuple[Any, ...]:
     return (base_url, timeouts.connect, timeouts.read)
 
 
-def acquire_http(base_url: str, timeouts: Timeouts) -> httpx.AsyncClient:
-    """The shared client for this loop and endpoint (reference-counted; pair with `release_http`)."""
+_SSL: Any = None
+
+
+def _verify(base_url: str) -> Any:
+    """One TLS context for every client in the process (loading the CA bundle costs ~50 ms each time);
+    none at all for plain-http endpoints such as a local server."""
+    global _SSL
+    if base_url.startswith("http://"):
+        return False
+    if _SSL is None:
+        import os
+        import ssl
+
+        cafile = os.environ.get("SSL_CERT_FILE")
+        if not cafile:
+            try:
+                import certifi
+
+                cafile = certifi.where()
+            except ImportError:
+                cafile = None
+        _SSL = ssl.create_default_context(cafile=cafile)
+    return _SSL
+
+
+def _new_client(base_url: str, timeouts: Timeouts) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        verify=_verify(base_url),
+        timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, write=timeouts.read,
+                              pool=max(timeouts.connect, timeouts.read)),
+        limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
+                            max_keepalive_connections=max(1, MAX_KEEPALIVE // SHARDS),
+                            keepalive_expiry=KEEPALIVE_EXPIRY),
+        follow_redirects=True,
+        trust_env=True,
+    )
+
+
+def acquire_http(base_url: str, timeouts: Timeouts) -> _Pool:
+    """The shared pool for this loop and endpoint (reference-counted; pair with `release_http`)."""
     loop = asyncio.get_running_loop()
     pools = _POOLS.setdefault(loop, {})
     key = _pool_key(base_url, timeouts)
     pool = pools.get(key)
-    if pool is None or pool.client.is_closed:
-        client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, write=timeouts.read,
-                                  pool=max(timeouts.connect, timeouts.read)),
-            limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE,
-                                keepalive_expiry=KEEPALIVE_EXPIRY),
-            follow_redirects=True,
-            trust_env=True,
-        )
-        pool = pools[key] = _Pool(client)
+    if pool is None or pool.closed:
+        pool = pools[key] = _Pool(base_url, timeouts)
     pool.refs += 1
-    return pool.client
+    return pool
 
 
 async def release_http(base_url: str, timeouts: Timeouts, loop: asyncio.AbstractEventLoop) -> None:
@@ -97,7 +151,7 @@ async def release_http(base_url: str, timeouts: Timeouts, loop: asyncio.Abstract
     pool.refs -= 1
     if pool.refs <= 0:
         del pools[key]
-        await pool.client.aclose()
+        await pool.aclose()
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -175,15 +229,15 @@ class HttpEndpoint:
         self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
-        self._http: httpx.AsyncClient | None = None
+        self._http: _Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._http is None or self._loop is not loop or self._http.is_closed:
+        if self._http is None or self._loop is not loop or self._http.closed:
             self._http = acquire_http(self.url, self.timeouts)
             self._loop = loop
-        return self._http
+        return self._http.pick()
 
     async def aclose(self) -> None:
         if self._http is not None and self._loop is not None:
