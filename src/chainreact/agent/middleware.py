@@ -29,10 +29,11 @@ from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import Message, StreamItem
 
 if TYPE_CHECKING:
+    from ..llm.request import ModelRequest
     from .result import RunResult
 
-# One model attempt: request -> stream items (the last one a ModelResponse). Defined by chainreact.llm.
-ModelFn = Callable[[Any], AsyncIterator[StreamItem]]
+# One model attempt: request -> stream items (the last one a ModelResponse), as chainreact.llm defines it.
+ModelFn = Callable[["ModelRequest"], AsyncIterator[StreamItem]]
 # One tool execution: parsed arguments -> output.
 ToolFn = Callable[[dict[str, Any]], Awaitable[ToolOutput]]
 
