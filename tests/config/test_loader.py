@@ -112,3 +112,10 @@ def test_json_schema_validates_the_examples() -> None:
         jsonschema.validate(json.loads((EXAMPLES / f"{name}.json").read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"configuration": {"maxStep": "x"}, "type": "ai/agent"}, schema)
+
+
+def test_is_local_url() -> None:
+    from chainreact.config import is_local_url
+
+    assert is_local_url("") and is_local_url(None) and is_local_url(" Local ")
+    assert not is_local_url("http://127.0.0.1:8080/v1")

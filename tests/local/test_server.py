@@ -125,11 +125,6 @@ def stand_in_singleton(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_exter
 # ------------------------------------------------------------------ small pieces
 
 
-def test_is_local_url() -> None:
-    assert srv.is_local_url("") and srv.is_local_url(None) and srv.is_local_url(" Local ")
-    assert not srv.is_local_url("http://127.0.0.1:8080/v1")
-
-
 def test_model_path_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = tmp_path / "x.gguf"
     f.write_bytes(b"GGUF")

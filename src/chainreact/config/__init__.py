@@ -10,10 +10,11 @@ from .models import (
     RuleChainNode,
     Timeouts,
     ToolDescriptor,
+    is_local_url,
 )
 
 __all__ = [
     "AgentConfig", "AgentDocument", "ChatMessage", "Compat", "FailoverEndpoint", "ModelParams",
-    "RuleChainNode", "Timeouts", "ToolDescriptor", "UnknownFieldWarning", "json_schema", "load_document",
-    "parse_text",
+    "RuleChainNode", "Timeouts", "ToolDescriptor", "UnknownFieldWarning", "is_local_url", "json_schema",
+    "load_document", "parse_text",
 ]

@@ -15,6 +15,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+def is_local_url(url: str | None) -> bool:
+    """Whether an agent's `url` means the embedded local model (empty or "local")."""
+    return (url or "").strip().lower() in ("", "local")
+
+
 class _Model(BaseModel):
     # extra="allow" so the loader can find unknown keys (model_extra) and warn instead of failing.
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=False)

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainreact.config import AgentConfig, Compat, ModelParams, Timeouts
+from chainreact.config import AgentConfig, Compat, ModelParams, Timeouts, is_local_url
 from chainreact.errors import ChainreactError, ModelError
 from chainreact.types import (
     BreakerEvent,
@@ -37,10 +37,6 @@ log = logging.getLogger("chainreact.llm")
 _PARAM_FIELDS = frozenset(ModelParams.model_fields)
 # Errors after which a backup is tried: the endpoint is down (retries exhausted) or refuses us.
 _FAILOVER_STATUS = frozenset({401, 403})
-
-
-def is_local_url(url: str | None) -> bool:
-    return (url or "").strip().lower() in ("", "local")
 
 
 @dataclass(slots=True)

@@ -45,11 +45,6 @@ START_TIMEOUT = 120.0  # loading 135M takes ~1 s, but a busy 2-core machine can 
 _LOG_TAIL = 2000
 
 
-def is_local_url(url: str | None) -> bool:
-    """Whether an agent's `url` means the embedded model (empty or "local")."""
-    return (url or "").strip().lower() in ("", "local")
-
-
 # What `python -m llama_cpp.server` and the model file need (the `local` extra).
 REQUIRED_MODULES: tuple[str, ...] = (
     "llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", GGUF_PACKAGE
