@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import AgentDocument, ToolDescriptor, load_document
+from ..config import ToolDescriptor, load_document
 from ..errors import ConfigError
 from ..tools.base import Tool, as_tool
 from ..tools.registry import create_builtin
@@ -185,9 +185,7 @@ def _agent_tool(desc: ToolDescriptor, owner: Agent, where: str) -> Tool:
     if isinstance(found, Agent):
         sub = found
     else:
-        src = found.config if isinstance(found, AgentDocument) else found
-        sub = Agent.from_config(found if isinstance(found, AgentDocument) else src,
-                                globals=owner.globals, agents=owner.agents, providers=owner.providers)
+        sub = Agent.from_config(found, globals=owner.globals, agents=owner.agents, providers=owner.providers)
     return sub.as_tool(name=desc.name or None, description=desc.description or None,
                        **{k: v for k, v in desc.config.items()
                           if k in ("full_history", "emit_internal_events")})

@@ -61,6 +61,18 @@ MAX_STEPS_PROMPT = (
 _THINK = re.compile(r"<think>(.*?)</think>\s*", re.S)
 
 
+class _WakingList(list[Event]):
+    """Side events that wake the loop while it waits for tools (nested agents' live events)."""
+
+    def __init__(self, items: list[Event], wake: asyncio.Event):
+        super().__init__(items)
+        self.wake = wake
+
+    def append(self, ev: Event) -> None:
+        super().append(ev)
+        self.wake.set()
+
+
 class _RunCancelled(Exception):
     """Internal: a safe-point cancel was reached."""
 
@@ -263,14 +275,7 @@ class ReactLoop:
         """Await `work` while yielding events that nested agents forward in the meantime."""
         task = asyncio.ensure_future(work)
         wake = asyncio.Event()
-        original = self._side
-
-        class _Notify(list[Event]):
-            def append(self, ev: Event) -> None:
-                super().append(ev)
-                wake.set()
-
-        self._side = _Notify(original)
+        self._side = _WakingList(self._side, wake)
         try:
             while not task.done():
                 waiter = asyncio.ensure_future(wake.wait())
