@@ -226,6 +226,23 @@ async def _build(adapter: Adapter, url: str, n: int, budget: float) -> dict[str,
     }
 
 
+async def bare_loop(complete: Callable[[Any, list[dict[str, Any]]], Awaitable[dict[str, Any]]],
+                    client: Any, prompt: str) -> str:
+    """The baselines' ReAct loop by hand: call the model, run `add` for each tool call, until text."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                      {"role": "user", "content": prompt}]
+    for _ in range(10):
+        msg = await complete(client, messages)
+        messages.append(msg)
+        if not msg.get("tool_calls"):
+            return str(msg.get("content"))
+        for call in msg["tool_calls"]:
+            args = json.loads(call["function"]["arguments"])
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": str(add(args["a"], args["b"]))})
+    return "too many steps"
+
+
 def main(adapter_factory: Callable[[], Adapter]) -> None:
     p = argparse.ArgumentParser(description="one framework's benchmark runner (see bench/README.md)")
     p.add_argument("--url", required=True)

@@ -66,18 +66,7 @@ def adapter() -> h.Adapter:
         return msg
 
     async def run(client: Any, prompt: str, streaming: bool) -> str:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": h.SYSTEM_PROMPT},
-                                          {"role": "user", "content": prompt}]
-        for _ in range(10):
-            msg = await (complete_stream if streaming else complete)(client, messages)
-            messages.append(msg)
-            if not msg.get("tool_calls"):
-                return str(msg.get("content"))
-            for call in msg["tool_calls"]:
-                args = json.loads(call["function"]["arguments"])
-                messages.append({"role": "tool", "tool_call_id": call["id"],
-                                 "content": str(h.add(args["a"], args["b"]))})
-        return "too many steps"
+        return await h.bare_loop(complete_stream if streaming else complete, client, prompt)
 
     async def aclose(client: Any) -> None:
         await client.aclose()
