@@ -1,0 +1,191 @@
+"""Agent commands: run, validate, schema, complete."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    AddCommand,
+    UsageError,
+    add_globals,
+    build_globals,
+    write,
+)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from ..config import json_schema
+
+    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import warnings
+
+    from ..config import UnknownFieldWarning, load_document
+    from ..errors import ConfigError
+
+    status = EXIT_OK
+    for path in args.config:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UnknownFieldWarning)
+            try:
+                doc = load_document(path)
+            except ConfigError as e:
+                status = EXIT_FAIL
+                if e.errors:
+                    where = e.source or path
+                    for json_path, msg in e.errors:
+                        print(f"{where}: {json_path}: {msg}", file=sys.stderr)
+                else:
+                    print(f"error: {e}", file=sys.stderr)
+                continue
+        for w in caught:
+            if issubclass(w.category, UnknownFieldWarning):
+                print(f"warning: {w.message}", file=sys.stderr)
+        cfg = doc.config
+        target = cfg.url or "the embedded local model"
+        print(f"{path}: ok (agent {doc.name!r}, {len(cfg.tools)} tool(s), model endpoint: {target})")
+    return status
+
+
+def _read_prompt(prompt: str | None) -> str:
+    if prompt is None or prompt == "-":
+        if prompt is None and sys.stdin.isatty():
+            raise UsageError("no prompt: give it as an argument, or '-' / a pipe to read it from stdin")
+        return sys.stdin.read()
+    return prompt
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    prompt = _read_prompt(args.prompt)
+    globals_ = build_globals(args.globals, args.globals_file)
+    try:
+        return asyncio.run(_run(args, prompt, globals_))
+    finally:
+        _stop_local_if_started()
+
+
+def _stop_local_if_started() -> None:
+    # Only if this run imported it: importing it here just to stop nothing would cost time.
+    mod = sys.modules.get("chainreact.local.server")
+    if mod is not None:
+        mod.stop_local_sync()
+
+
+async def _run(args: argparse.Namespace, prompt: str, globals_: dict[str, Any]) -> int:
+    from ..agent import Agent
+
+    agent = Agent.from_config(args.config, globals=globals_)
+    try:
+        if args.jsonl:
+            return await _run_jsonl(agent, prompt)
+        if args.json:
+            result = await agent.run(prompt)
+            write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+            return EXIT_OK
+        if args.stream:
+            return await _run_stream(agent, prompt)
+        result = await agent.run(prompt)
+        write(result.content + ("" if result.content.endswith("\n") else "\n"))
+        return EXIT_OK
+    finally:
+        await agent.aclose()
+
+
+async def _run_jsonl(agent: Any, prompt: str) -> int:
+    status = EXIT_OK
+    async for event in agent.stream(prompt):
+        write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        if event.type in ("error", "cancelled"):
+            status = EXIT_FAIL
+    return status
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+async def _run_stream(agent: Any, prompt: str) -> int:
+    """Human streaming: answer text to stdout as it arrives; tool calls, results, reasoning and resilience
+    notices to stderr, one line each, so `> file` captures only the answer."""
+    err = sys.stderr
+    status = EXIT_OK
+    text_open = False  # whether stdout holds text without a trailing newline
+    for_final = ""
+    async for event in agent.stream(prompt):
+        t = event.type
+        if t == "text_delta":
+            write(event.text)
+            for_final += event.text
+            text_open = bool(event.text) and not event.text.endswith("\n")
+            continue
+        if text_open and t in ("tool_call", "tool_result", "retry", "failover", "breaker", "error"):
+            write("\n")
+            text_open = False
+        if t == "reasoning_delta":
+            write(event.text, err)
+        elif t == "tool_call":
+            for_final = ""  # text before a tool call was a preamble, not the answer
+            write(f"→ {event.call.name}({event.call.arguments})\n", err)
+        elif t == "tool_result":
+            mark = "✗" if event.is_error else "←"
+            write(f"{mark} {event.name}: {_short(event.content)}\n", err)
+        elif t == "retry":
+            write(f"! retry {event.attempt} on {event.endpoint} in {event.delay:.1f}s: {event.error}\n", err)
+        elif t == "failover":
+            write(f"! failover {event.from_endpoint} -> {event.to_endpoint}: {event.error}\n", err)
+        elif t == "breaker":
+            write(f"! circuit breaker {event.endpoint}: {event.previous} -> {event.state}\n", err)
+        elif t == "final":
+            # If the answer was not streamed as deltas (e.g. a non-streamed tool step), print it now.
+            if event.content and not for_final:
+                write(event.content)
+                text_open = not event.content.endswith("\n")
+        elif t == "error":
+            write(f"error: {event.error}\n", err)
+            status = EXIT_FAIL
+        elif t == "cancelled":
+            write("cancelled\n", err)
+            status = EXIT_FAIL
+    if text_open:
+        write("\n")
+    return status
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    from ..llm.cli import complete_main
+
+    return int(complete_main(args))
+
+
+def register(add: AddCommand) -> None:
+    p = add("run", cmd_run, "run an agent document on a prompt")
+    p.add_argument("config", help="agent document (JSON or YAML)")
+    p.add_argument("prompt", nargs="?", help="the user input; '-' or omitted with a pipe = read stdin")
+    p.add_argument("--stream", action="store_true", help="print text as it arrives, tool activity on stderr")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object for the run")
+    fmt.add_argument("--jsonl", action="store_true", help="print one JSON object per event")
+    add_globals(p)
+
+    p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
+    p.add_argument("config", nargs="+", help="agent document(s)")
+
+    add("schema", cmd_schema, "print the JSON Schema of agent documents (for editors)")
+
+    p = add("complete", cmd_complete, "one model call (no tools) with an agent document's endpoint")
+    p.add_argument("config")
+    p.add_argument("prompt", nargs="?")
+    p.add_argument("--stream", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--global", dest="globals", action="append", default=[], metavar="KEY=VALUE")
