@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chainreact.llm.breaker import CircuitBreaker, breaker_states, get_breaker
+from chainreact.llm.breaker import CircuitBreaker, breaker_states, get_breaker, key_fingerprint
 
 
 def test_trip_cooldown_probe_success_resets() -> None:
@@ -51,10 +51,14 @@ def test_late_failure_of_a_request_admitted_before_the_trip_changes_nothing() ->
     assert b.failure(False, 5) is None and b.opened_at == 0
 
 
-def test_registry_is_shared_and_observable() -> None:
-    a = get_breaker("http://reg-test/v1/", "m", 30)
-    assert get_breaker("http://reg-test/v1", "m") is a
-    assert get_breaker("http://reg-test/v1", "other") is not a
+def test_registry_is_shared_per_configuration_and_observable() -> None:
+    a = get_breaker("http://reg-test/v1/", "m", 30, key="sk-a")
+    assert get_breaker("http://reg-test/v1", "m", 30, key="sk-a") is a
+    assert get_breaker("http://reg-test/v1", "other", 30, key="sk-a") is not a
+    assert get_breaker("http://reg-test/v1", "m", 30, key="sk-b") is not a
+    assert get_breaker("http://reg-test/v1", "m", 45, key="sk-a") is not a
+    assert get_breaker("http://reg-test/v1", "m", 0, key="sk-a").base_cooldown == 60  # 0 = the default
     a.failure(False, 100)
     st = breaker_states(now=110)[a.key]
     assert st["state"] == "open" and st["retry_in"] == 20 and st["trips"] == 1
+    assert "sk-a" not in a.key and key_fingerprint("sk-a") in a.key

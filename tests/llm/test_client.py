@@ -36,7 +36,7 @@ def test_backoff_policy() -> None:
     assert p.delay(1, ModelError("x", retry_after=3600), lambda: 0.5) == 60
 
 
-@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+@pytest.mark.parametrize("status", [408, 429, 500, 501, 502, 503, 504, 505, 507, 520, 522, 524, 529, 599])
 async def test_retryable_status_then_success(harness: Any, status: int) -> None:
     async with FakeLLM([{"status": status}, {"status": status}, {"text": "ok"}]) as srv:
         h = harness(url=srv.url, model="m", maxRetries=3)
@@ -151,6 +151,52 @@ async def test_failover_model_inherited_and_chain_of_backups(harness: Any) -> No
         assert h.kinds() == ["retry", "breaker", "failover", "retry", "failover"]
 
 
+@pytest.mark.parametrize("status", [501, 505, 507, 520, 522, 524, 408])
+async def test_every_5xx_408_fails_over(harness: Any, status: int) -> None:
+    async with FakeLLM([{"status": status}] * 2) as p, FakeLLM([{"text": "from backup"}]) as b:
+        h = harness(**failover_cfg(p, b))
+        _, resp = await h.run()
+        assert resp.endpoint == b.url and len(p.chat_requests) == 2
+        assert h.kinds() == ["retry", "breaker", "failover"]
+
+
+async def test_breaker_cooldown_is_each_configs_own(harness: Any) -> None:
+    # Two agents on the same primary, cooldowns 30 s and 90 s: the second must not inherit the first's.
+    async with FakeLLM([{"status": 500}] * 4) as p, FakeLLM([{"text": "b"}], loop=True) as b:
+        short = harness(**failover_cfg(p, b, circuitCooldownSec=30))
+        long = harness(**failover_cfg(p, b, circuitCooldownSec=90))
+        await short.run()
+        await long.run()
+        assert short.client.breaker is not None and long.client.breaker is not None
+        assert short.client.breaker is not long.client.breaker
+        trips = [(e.state, e.cooldown) for e in long.events if isinstance(e, BreakerEvent)]
+        assert trips == [("open", 90)]
+        long.time.now += 60  # past the short cooldown, inside the long one: still skipped
+        await long.run()
+        assert len(p.chat_requests) == 4
+
+
+async def test_one_agents_bad_key_does_not_open_the_breaker_for_others(harness: Any) -> None:
+    # The endpoint refuses the key of the agent asking "bad" and serves the other one.
+    def primary(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["content"] == "bad":
+            return {"status": 401, "message": "invalid api key"}
+        return {"text": "from primary"}
+
+    async with FakeLLM(primary) as p, FakeLLM([{"text": "b"}], loop=True) as b:
+        bad = harness(**failover_cfg(p, b, key="sk-revoked"))
+        good = harness(**failover_cfg(p, b, key="sk-valid"))
+        _, r1 = await bad.run("bad")
+        assert r1.endpoint == b.url and bad.client.breaker is not None
+        assert bad.client.breaker.state == "open"
+        _, r2 = await good.run("good")
+        assert r2.endpoint == p.url and r2.message.content == "from primary"
+        assert "failover" not in good.kinds()
+        assert p.chat_requests[-1].headers["authorization"] == "Bearer sk-valid"
+        # The fingerprint, never the key, names the breaker.
+        assert all("sk-" not in k for k in breaker_states())
+
+
 async def test_failover_at_once_on_401(harness: Any) -> None:
     async with FakeLLM([{"status": 401, "message": "bad key"}]) as p, FakeLLM([{"text": "ok"}]) as b:
         h = harness(**failover_cfg(p, b, maxRetries=3))
@@ -164,7 +210,7 @@ async def test_bad_request_does_not_fail_over(harness: Any) -> None:
         h = harness(**failover_cfg(p, b))
         with pytest.raises(ModelError, match="bad schema"):
             await h.run()
-        assert b.chat_requests == [] and get_breaker(p.url, "main").state == "closed"
+        assert b.chat_requests == [] and get_breaker(p.url, "main", 30, key="k0").state == "closed"
 
 
 async def test_all_endpoints_failing_names_each(harness: Any) -> None:
@@ -190,7 +236,8 @@ async def test_breaker_open_skips_primary_then_probe_closes(harness: Any) -> Non
             FakeLLM([{"text": "b"}], loop=True) as b:
         h = harness(**failover_cfg(p, b))
         await h.run()  # trips the breaker
-        assert breaker_states()[f"{p.url} main"]["state"] == "open"
+        assert h.client.breaker is not None
+        assert breaker_states()[h.client.breaker.key]["state"] == "open"
         h.events.clear()
         h.time.now += 29
         _, resp = await h.run()
@@ -249,8 +296,8 @@ async def test_cancelled_probe_releases_the_breaker(harness: Any) -> None:
         first = await gen.__anext__()
         assert isinstance(first, TextChunk)
         await gen.aclose()  # the consumer stops mid-probe
-        breaker = get_breaker(p.url, "main")
-        assert breaker.state == "open"
+        breaker = h.client.breaker
+        assert breaker is not None and breaker.state == "open"
         _, resp = await h.run()  # the next request probes again
         assert resp.endpoint == p.url and breaker.state == "closed"
 

@@ -1,4 +1,10 @@
-"""The primary endpoint's circuit breaker, shared process-wide per (url, model).
+"""The primary endpoint's circuit breaker, one per agent configuration, shared process-wide.
+
+Keyed by (url, model, a fingerprint of the key, base cooldown): clients built from equal configurations
+(an agent created per request) share one breaker, so its state survives them; an agent whose key the
+endpoint refuses (401) trips only its own breaker, never that of agents with valid keys; and each
+configuration keeps its own `circuitCooldownSec`. The key itself is never stored, only a short SHA-256
+fingerprint (it appears in `breaker_states()`).
 
 closed --(retries exhausted / 401 / 403)--> open --(cooldown elapsed, one request)--> half_open
 half_open --(probe succeeds)--> closed (cooldown reset to the base)
@@ -11,6 +17,7 @@ A thread lock guards state: agents may run in several event loops of one process
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Literal
@@ -100,17 +107,29 @@ class CircuitBreaker:
             return out
 
 
-_REGISTRY: dict[tuple[str, str], CircuitBreaker] = {}
+_REGISTRY: dict[tuple[str, str, str, float], CircuitBreaker] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def get_breaker(url: str, model: str, base_cooldown: float = DEFAULT_COOLDOWN) -> CircuitBreaker:
-    """The process-wide breaker of the endpoint (url, model); created closed on first use."""
-    key = (url.rstrip("/"), model)
+def key_fingerprint(key: str) -> str:
+    """A short, non-reversible tag of an API key ("none" without one), for breaker keys and logs."""
+    if not key:
+        return "none"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def get_breaker(url: str, model: str, base_cooldown: float = DEFAULT_COOLDOWN, *, key: str = ""
+                ) -> CircuitBreaker:
+    """The process-wide breaker of one configuration's primary (url, model, key, cooldown); created
+    closed on first use. `base_cooldown` 0 means the default (60 s)."""
+    cooldown = float(base_cooldown or DEFAULT_COOLDOWN)
+    fp = key_fingerprint(key)
+    rkey = (url.rstrip("/"), model, fp, cooldown)
     with _REGISTRY_LOCK:
-        b = _REGISTRY.get(key)
+        b = _REGISTRY.get(rkey)
         if b is None:
-            b = _REGISTRY[key] = CircuitBreaker(f"{key[0]} {model}".strip(), base_cooldown)
+            name = f"{rkey[0]} {model} key:{fp} cooldown:{cooldown:g}s"
+            b = _REGISTRY[rkey] = CircuitBreaker(name, cooldown)
         return b
 
 

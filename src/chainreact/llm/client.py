@@ -95,6 +95,7 @@ class ModelClient:
         self._images: list[str] | None = None
         self._resolved = not any(is_local_url(e.url) for e in endpoints)
         self._resolve_lock: asyncio.Lock | None = None
+        self._breaker: tuple[EndpointSpec, CircuitBreaker] | None = None
 
     @classmethod
     def from_config(
@@ -122,11 +123,14 @@ class ModelClient:
 
     @property
     def breaker(self) -> CircuitBreaker | None:
-        """The primary's breaker (None without failover, or before a local primary is resolved)."""
+        """The primary's breaker (None without failover, or before a local primary is resolved): one per
+        (url, model, key, circuit_cooldown), see breaker.py."""
         if len(self.endpoints) < 2 or is_local_url(self.endpoints[0].url):
             return None
         p = self.endpoints[0]
-        return get_breaker(p.url, p.model, self.circuit_cooldown)
+        if self._breaker is None or self._breaker[0] is not p:
+            self._breaker = (p, get_breaker(p.url, p.model, self.circuit_cooldown, key=p.key))
+        return self._breaker[1]
 
     async def aclose(self) -> None:
         for spec in self.endpoints:

@@ -29,7 +29,7 @@ from chainreact.errors import MalformedResponseError, ModelError
 from chainreact.types import ModelResponse, StreamItem
 
 from .body import BodyParser, response_items
-from .parse import error_message
+from .parse import error_message, retryable_status
 from .request import ModelRequest, build_body
 
 # Pool limits, chosen by measurement (bench/bench_client.py, docs/performance.md): with httpx's default of
@@ -43,9 +43,6 @@ SHARDS = 64
 _MAX_BODY_KEPT = 4000
 _MAX_MESSAGE = 1000
 
-# HTTP statuses worth retrying: timeouts, rate limits and transient server failures. 501/505 are not
-# transient; other 4xx are the request's fault and fail at once.
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 _HINTS = {
     400: "the endpoint rejected the request; if it is a parameter this endpoint does not support, list "
@@ -195,10 +192,11 @@ def http_error(status: int, body: bytes, headers: Mapping[str, str], url: str) -
         msg = msg[:_MAX_MESSAGE] + f"… [{len(msg) - _MAX_MESSAGE} more characters in .body]"
     hint = _HINTS.get(status)
     full = f"{url}/chat/completions: HTTP {status}: {msg}" + (f" ({hint})" if hint else "")
-    retry_after = parse_retry_after(headers) if status in RETRYABLE_STATUS else None
+    retryable = retryable_status(status)  # other 4xx are the request's fault and fail at once
+    retry_after = parse_retry_after(headers) if retryable else None
     if len(text) > _MAX_BODY_KEPT:
         text = text[:_MAX_BODY_KEPT] + f"… [truncated, {len(body)} bytes in total]"
-    return ModelError(full, status=status, endpoint=url, retryable=status in RETRYABLE_STATUS,
+    return ModelError(full, status=status, endpoint=url, retryable=retryable,
                       retry_after=retry_after, body=text)
 
 

@@ -26,9 +26,14 @@ from chainreact.types import (
     Usage,
 )
 
-# Provider error codes (in-stream error objects) worth retrying: rate limits and server-side failures.
-_RETRYABLE_CODES = frozenset({408, 429, 500, 502, 503, 504, 529})
 _MAX_ERROR_BODY = 4000  # characters of a provider error body kept in ModelError.body
+
+
+def retryable_status(code: int | None) -> bool:
+    """Whether an HTTP status (or a provider's numeric error code) is worth retrying and failing over:
+    every 5xx, 408 (timeout) and 429 (rate limit), as the spec says ("429/5xx"). A 501 or 505 from one
+    endpoint says nothing about a backup, so they fail over too; the retries cost little."""
+    return code is not None and (500 <= code <= 599 or code == 408 or code == 429)
 
 
 def _new_call_id() -> str:
@@ -126,7 +131,7 @@ def stream_error(payload: dict[str, Any], endpoint: str) -> ModelError:
         f"{endpoint}: the endpoint reported an error inside the response: {msg}",
         status=None,
         endpoint=endpoint,
-        retryable=code in _RETRYABLE_CODES,
+        retryable=retryable_status(code),
         body=orjson.dumps(payload).decode()[:_MAX_ERROR_BODY],
     )
 
