@@ -357,3 +357,53 @@ def test_complete_command(tmp_path: Path) -> None:
         assert srv.chat_requests[0].messages[-1] == {"role": "user", "content": "hi"}
         assert "tools" not in (srv.chat_requests[0].body or {})
     assert "one call" in r.stdout
+
+
+# ---------------------------------------------------------------- one path from a document (issue 9 item 17)
+
+
+def readme_document() -> dict[str, object]:
+    """The agent document shown in README.md, as written."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## A document", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    doc: dict[str, object] = json.loads(block)
+    return doc
+
+
+def test_readme_failover_example_works_as_written(tmp_path: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    doc = readme_document()
+    cfg = doc["configuration"]
+    assert isinstance(cfg, dict)
+    # As written, but pointing its two URLs at local fake servers: the primary fails, the backup answers.
+    fail = {"status": 503, "headers": {"Retry-After": "0"}}
+    with FakeLLM([fail] * 4) as primary, FakeLLM([{"text": "from the backup"}]) as backup:
+        cfg["url"] = primary.url
+        cfg["failover"][0]["url"] = backup.url
+        p = tmp_path / "agent.json"
+        p.write_text(json.dumps(doc))
+        r = cli("run", str(p), "List the files here", "--global", "api_key=sk-primary",
+                "--global", "backup_key=sk-backup")
+        assert r.returncode == 0, r.stderr
+        assert primary.chat_requests[0].headers["authorization"] == "Bearer sk-primary"
+        assert [q.headers["authorization"] for q in backup.chat_requests] == ["Bearer sk-backup"]
+    assert r.stdout == "from the backup\n"
+
+
+@pytest.mark.parametrize("command", ["run", "complete"])
+def test_run_and_complete_share_globals_and_exit_codes(command: str, tmp_path: Path) -> None:
+    doc = tmp_path / "a.json"
+    doc.write_text(json.dumps({"url": "http://127.0.0.1:9/v1", "key": "${global.api_key}", "model": "m"}))
+    bad_global = cli(command, str(doc), "hi", "--global", "novalue")
+    assert bad_global.returncode == 2 and "novalue" in bad_global.stderr
+    undefined = cli(command, str(doc), "hi")
+    assert undefined.returncode == 1
+    assert "global.api_key" in undefined.stderr and "$.key" in undefined.stderr
+    assert "Traceback" not in undefined.stderr
+    missing = cli(command, str(tmp_path / "nope.json"), "hi")
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+    gfile = tmp_path / "g.yaml"
+    gfile.write_text("api_key: [not, closed\n")
+    bad_file = cli(command, str(doc), "hi", "--globals", str(gfile))
+    assert bad_file.returncode == 2 and str(gfile) in bad_file.stderr

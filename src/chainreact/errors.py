@@ -17,6 +17,10 @@ class ConfigError(ChainreactError):
         super().__init__(message)
 
 
+class UsageError(ChainreactError):
+    """Bad command-line style input, e.g. a malformed `--global KEY=VALUE` (the CLI exits 2)."""
+
+
 class ModelError(ChainreactError):
     """A model endpoint failed. `status` is the HTTP status (None for network errors and in-stream errors)."""
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chainreact.llm.cli import complete_main, parse_globals
+from chainreact.cli import main
 from chainreact.testing import FakeLLM
 
 
-def args(config: Path, prompt: str | None, **kw: Any) -> argparse.Namespace:
-    return argparse.Namespace(config=str(config), prompt=prompt, stream=kw.get("stream", False),
-                              json=kw.get("json", False), globals=kw.get("globals", []))
+def complete(config: Path, prompt: str, **kw: Any) -> int:
+    """`chainreact complete` in-process (its output goes to capsys)."""
+    argv = ["complete", str(config), prompt]
+    argv += ["--stream"] * kw.get("stream", False) + ["--json"] * kw.get("json", False)
+    for g in kw.get("globals", []):
+        argv += ["--global", g]
+    return main(argv)
 
 
 def write_cfg(tmp_path: Path, **cfg: Any) -> Path:
@@ -32,7 +35,7 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str], stream:
     with FakeLLM([turn]) as srv:
         cfg = write_cfg(tmp_path, url="${global.base}", key="${global.k}", model="m",
                         systemPrompt="be brief", params={"temperature": 0.1})
-        rc = complete_main(args(cfg, "hi", stream=stream, json=True, globals=[f"base={srv.url}", "k=sek"]))
+        rc = complete(cfg, "hi", stream=stream, json=True, globals=[f"base={srv.url}", "k=sek"])
         req = srv.chat_requests[0]
     out = capsys.readouterr().out
     assert rc == 0
@@ -50,7 +53,7 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str], stream:
 
 def test_text_output_streams(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLLM([{"text": "one two", "reasoning": "r"}]) as srv:
-        rc = complete_main(args(write_cfg(tmp_path, url=srv.url, model="m"), "x", stream=True))
+        rc = complete(write_cfg(tmp_path, url=srv.url, model="m"), "x", stream=True)
     cap = capsys.readouterr()
     assert rc == 0 and cap.out == "one two\n"
     assert cap.err.startswith("r\n") and "finish_reason=stop" in cap.err
@@ -58,15 +61,13 @@ def test_text_output_streams(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 def test_model_error_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLLM([{"status": 404, "message": "model nope not found"}]) as srv:
-        rc = complete_main(args(write_cfg(tmp_path, url=srv.url, model="nope"), "x", json=True))
+        rc = complete(write_cfg(tmp_path, url=srv.url, model="nope"), "x", json=True)
     cap = capsys.readouterr()
     assert rc == 1 and cap.out == "" and "model nope not found" in cap.err and "HTTP 404" in cap.err
 
 
-def test_config_error_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = complete_main(args(tmp_path / "missing.json", "x"))
-    assert rc == 2 and "no such file" in capsys.readouterr().err
-
-
-def test_parse_globals() -> None:
-    assert parse_globals(["a.b=x", "a.c:=[1]", "d=e=f"]) == {"a": {"b": "x", "c": [1]}, "d": "e=f"}
+def test_document_error_exit_1_like_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The CLI's exit codes (docs/cli.md): an invalid or missing document is 1, as for `run`.
+    rc = complete(tmp_path / "missing.json", "x")
+    assert rc == 1
+    assert "no such file" in capsys.readouterr().err

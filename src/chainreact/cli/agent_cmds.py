@@ -67,9 +67,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
     prompt = _read_prompt(args.prompt)
-    globals_ = build_globals(args.globals, args.globals_file)
+    doc, globals_ = resolve_document(args)
     try:
-        return asyncio.run(_run(args, prompt, globals_))
+        return asyncio.run(_run(args, prompt, doc, globals_))
     finally:
         _stop_local_if_started()
 
@@ -81,10 +81,22 @@ def _stop_local_if_started() -> None:
         mod.stop_local_sync()
 
 
-async def _run(args: argparse.Namespace, prompt: str, globals_: dict[str, Any]) -> int:
+def resolve_document(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The document of `run`/`complete` with its templates rendered (the one path: config.resolve), and
+    the globals; says once on stderr when the run will use the embedded local model."""
+    from ..config import resolve_agent_config, uses_embedded_model
+
+    globals_ = build_globals(args.globals, args.globals_file)
+    doc = resolve_agent_config(args.config, globals_)
+    if uses_embedded_model(doc.config):
+        write(f"note: {args.config}: no url (or url 'local'): using the embedded local model\n", sys.stderr)
+    return doc, globals_
+
+
+async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[str, Any]) -> int:
     from ..agent import Agent
 
-    agent = Agent.from_config(args.config, globals=globals_)
+    agent = Agent.from_config(doc, globals=globals_)
     try:
         if args.jsonl:
             return await _run_jsonl(agent, prompt)
@@ -163,9 +175,15 @@ async def _run_stream(agent: Any, prompt: str) -> int:
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
+    from ..config import render_run_texts
     from ..llm.cli import complete_main
 
-    return int(complete_main(args))
+    prompt = _read_prompt(args.prompt)
+    doc, globals_ = resolve_document(args)
+    try:
+        return complete_main(render_run_texts(doc, globals_), prompt, stream=args.stream, as_json=args.json)
+    finally:
+        _stop_local_if_started()
 
 
 def register(add: AddCommand) -> None:
@@ -184,8 +202,8 @@ def register(add: AddCommand) -> None:
     add("schema", cmd_schema, "print the JSON Schema of agent documents (for editors)")
 
     p = add("complete", cmd_complete, "one model call (no tools) with an agent document's endpoint")
-    p.add_argument("config")
-    p.add_argument("prompt", nargs="?")
-    p.add_argument("--stream", action="store_true")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--global", dest="globals", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("config", help="agent document (JSON or YAML)")
+    p.add_argument("prompt", nargs="?", help="the user input; '-' or omitted with a pipe = read stdin")
+    p.add_argument("--stream", action="store_true", help="print text as it arrives, reasoning on stderr")
+    p.add_argument("--json", action="store_true", help="print one JSON object for the call")
+    add_globals(p)

@@ -3,94 +3,38 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..jsonutil import deep_merge
+from ..errors import UsageError
 
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-
-class UsageError(Exception):
-    """Bad command-line input (exit 2)."""
+__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "AddCommand", "UsageError",
+           "add_globals", "build_globals", "parse_global", "write"]
 
 
 # --------------------------------------------------------------------------- --global parsing
+# The parser lives in chainreact.config.globals (one parser for every entry point); these wrappers import
+# it on first use, because importing chainreact.config loads pydantic and `--help` must stay fast.
 
 
 def parse_global(item: str) -> tuple[list[str], Any]:
-    """Parse one `--global` item: `KEY=VALUE` (a string) or `KEY:=JSON` (a JSON value).
+    """Parse one `--global` item: `KEY=VALUE` (a string) or `KEY:=JSON` (a JSON value)."""
+    from ..config.globals import parse_global as parse
 
-    Dotted keys nest: `models.default.url=x` -> ["models", "default", "url"].
-    """
-    raw_json = False
-    if ":=" in item and item.index(":=") + 1 == item.index("="):
-        key, value_text = item.split(":=", 1)
-        raw_json = True
-    elif "=" in item:
-        key, value_text = item.split("=", 1)
-    else:
-        raise UsageError(f"--global {item!r}: expected KEY=VALUE (a string) or KEY:=JSON (a JSON value)")
-    parts = key.strip().split(".")
-    if not key.strip() or any(not p for p in parts):
-        raise UsageError(f"--global {item!r}: empty key or key part (dotted keys look like a.b.c)")
-    value: Any = value_text
-    if raw_json:
-        try:
-            value = json.loads(value_text)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"--global {item!r}: the value after ':=' is not valid JSON ({e.msg})") from None
-    return parts, value
+    return parse(item)
 
 
 def build_globals(items: Sequence[str] | None, files: Sequence[str] | None = None) -> dict[str, Any]:
     """The run's globals: `--globals FILE`s merged in order, then `--global` items on top."""
-    result: dict[str, Any] = {}
-    for f in files or ():
-        result = deep_merge(result, _load_globals_file(f))
-    for item in items or ():
-        parts, value = parse_global(item)
-        node = result
-        for i, part in enumerate(parts[:-1]):
-            nxt = node.get(part)
-            if not isinstance(nxt, dict):
-                if nxt is not None:
-                    raise UsageError(
-                        f"--global {item!r}: {'.'.join(parts[: i + 1])} is already a value, not an object"
-                    )
-                nxt = node[part] = {}
-            node = nxt
-        node[parts[-1]] = value
-    return result
+    from ..config.globals import build_globals as build
 
-
-def _load_globals_file(path: str) -> dict[str, Any]:
-    from pathlib import Path
-
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"--globals {path}: cannot read ({e.strerror or e})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise UsageError(f"--globals {path}: neither JSON nor YAML ({e})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UsageError(f"--globals {path}: expected an object at the top level, got {type(data).__name__}")
-    return data
+    return build(items, files)
 
 
 def write(text: str, stream: Any = None) -> None:

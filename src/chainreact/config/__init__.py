@@ -1,5 +1,7 @@
-"""Agent configuration documents: typed models and the JSON/YAML loader."""
+"""Agent configuration documents: typed models, the JSON/YAML loader, and the one path from a document to
+the runtime configuration (`resolve_agent_config`)."""
 
+from .globals import build_globals, parse_global
 from .loader import AgentDocument, UnknownFieldWarning, json_schema, load_document, parse_text
 from .models import (
     AgentConfig,
@@ -12,9 +14,17 @@ from .models import (
     ToolDescriptor,
     is_local_url,
 )
+from .resolve import (
+    as_document,
+    render_run_texts,
+    resolve_agent_config,
+    template_context,
+    uses_embedded_model,
+)
 
 __all__ = [
     "AgentConfig", "AgentDocument", "ChatMessage", "Compat", "FailoverEndpoint", "ModelParams",
-    "RuleChainNode", "Timeouts", "ToolDescriptor", "UnknownFieldWarning", "is_local_url", "json_schema",
-    "load_document", "parse_text",
+    "RuleChainNode", "Timeouts", "ToolDescriptor", "UnknownFieldWarning", "as_document", "build_globals",
+    "is_local_url", "json_schema", "load_document", "parse_global", "parse_text", "render_run_texts",
+    "resolve_agent_config", "template_context", "uses_embedded_model",
 ]

@@ -30,6 +30,8 @@ class AgentDocument:
     name: str = ""
     source: str | None = None  # file path, for messages and relative includes
     unknown_fields: list[str] = field(default_factory=list)
+    json_prefix: str = "$"  # where the configuration sits in the file: "$" or "$.configuration"
+    resolved: bool = False  # set by resolve_agent_config: templates rendered, never render twice
 
     @property
     def base_dir(self) -> Path:
@@ -164,6 +166,7 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
         name=name,
         source=source,
         unknown_fields=unknown,
+        json_prefix=prefix,
     )
 
 

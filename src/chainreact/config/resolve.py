@@ -1,0 +1,242 @@
+"""From a document to the runtime configuration: the one template pass every entry point shares.
+
+`chainreact run`, `chainreact complete` and `Agent.from_config` all call `resolve_agent_config`, so a
+document means the same thing whichever way it is run:
+
+- `url`, `key` and `model` of the primary and of every `failover[]` endpoint are rendered, strictly: a
+  template that names an undefined variable is a ConfigError naming the variable and the field (never a
+  silent switch to the embedded model because `url` came out empty);
+- `params` (also `extraFields`) of the primary and of every failover endpoint, and `images`, are rendered;
+- `systemPrompt`, `messages` and tool descriptors are left as they are: they may read `metadata` and
+  session values, so the agent renders them per run (`render_run_texts` does it for a one-off call).
+
+The embedded local model is used when `url` is absent or "local" (after rendering); the resolved document
+says so (`uses_embedded_model`), and the CLI prints it once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigError
+from .loader import AgentDocument, load_document
+from .models import AgentConfig, FailoverEndpoint, ModelParams, is_local_url
+
+__all__ = ["as_document", "render_run_texts", "resolve_agent_config", "template_context",
+           "uses_embedded_model"]
+
+log = logging.getLogger("chainreact.config")
+
+DocumentSource = str | Path | Mapping[str, Any] | AgentDocument | AgentConfig
+
+_ENDPOINT_FIELDS = ("url", "key", "model")
+
+
+def as_document(src: DocumentSource) -> AgentDocument:
+    """A loaded document from a path, JSON/YAML text, a dict, a document or a bare AgentConfig."""
+    if isinstance(src, AgentDocument):
+        return src
+    if isinstance(src, AgentConfig):
+        return AgentDocument(config=src, name=src.name or "agent")
+    return load_document(dict(src) if isinstance(src, Mapping) else src)
+
+
+def template_context(doc: AgentDocument, globals: Mapping[str, Any] | None = None,
+                     metadata: Mapping[str, Any] | None = None) -> Any:
+    """The TemplateContext for a document's `${...}`: globals, `ruleChain` (id, name), metadata, and the
+    document's folder for `include()`."""
+    from ..template import TemplateContext
+
+    return TemplateContext(globals=dict(globals or {}), rule_chain={"id": doc.id, "name": doc.name},
+                           metadata=dict(metadata or {}), base_dir=doc.base_dir, source=doc.source)
+
+
+def uses_embedded_model(cfg: AgentConfig) -> bool:
+    """Whether the (resolved) primary endpoint is the embedded local model."""
+    return is_local_url(cfg.url)
+
+
+def resolve_agent_config(src: DocumentSource, globals: Mapping[str, Any] | None = None) -> AgentDocument:
+    """Load `src` (if needed) and render its endpoint fields with `globals`; returns a new AgentDocument
+    whose `config` is ready for the model client. Raises ConfigError naming the file, the JSON path and,
+    for an undefined variable, the variable."""
+    doc = as_document(src)
+    if doc.resolved:  # a rendered value may itself contain "${": rendering it again would evaluate data
+        return doc
+    cfg = doc.config
+    r = _Renderer(doc, globals)
+    update: dict[str, Any] = {}
+    for name in _ENDPOINT_FIELDS:
+        value = getattr(cfg, name)
+        rendered = r.strict(value, name)
+        if rendered is not value:
+            update[name] = rendered
+    params = r.params(cfg.params, "params")
+    if params is not cfg.params:
+        update["params"] = params
+    if any("${" in s for s in cfg.images):
+        update["images"] = [r.text(s, f"images[{i}]") for i, s in enumerate(cfg.images)]
+    failover = [r.failover(fo, i) for i, fo in enumerate(cfg.failover)]
+    if any(a is not b for a, b in zip(failover, cfg.failover, strict=True)):
+        update["failover"] = failover
+    new_cfg = cfg.model_copy(update=update) if update else cfg
+    resolved = dataclasses.replace(doc, config=new_cfg, resolved=True)
+    if uses_embedded_model(resolved.config):
+        log.info("%s: no url (or url 'local'): using the embedded local model", doc.source or "agent")
+    return resolved
+
+
+def render_run_texts(doc: AgentDocument, globals: Mapping[str, Any] | None = None,
+                     metadata: Mapping[str, Any] | None = None) -> AgentConfig:
+    """The document's config with `systemPrompt` and the preset messages' text rendered, for a one-off
+    call without an agent run (`chainreact complete`). The agent renders these per run instead."""
+    cfg = doc.config
+    r = _Renderer(doc, globals, metadata)
+    update: dict[str, Any] = {}
+    if "${" in cfg.systemPrompt:
+        update["systemPrompt"] = r.text(cfg.systemPrompt, "systemPrompt")
+    if any(isinstance(m.content, str) and "${" in m.content for m in cfg.messages):
+        update["messages"] = [
+            m.model_copy(update={"content": r.text(m.content, f"messages[{i}].content")})
+            if isinstance(m.content, str) and "${" in m.content else m
+            for i, m in enumerate(cfg.messages)
+        ]
+    return cfg.model_copy(update=update) if update else cfg
+
+
+class _Renderer:
+    """Renders one document's fields, turning template errors into ConfigErrors with the field's path."""
+
+    def __init__(self, doc: AgentDocument, globals: Mapping[str, Any] | None,
+                 metadata: Mapping[str, Any] | None = None):
+        self.doc = doc
+        self.globals = dict(globals or {})
+        self.metadata = metadata
+        self._ctx: Any = None
+
+    @property
+    def where(self) -> str:
+        return self.doc.source or "<document>"
+
+    def ctx(self) -> Any:
+        if self._ctx is None:
+            self._ctx = template_context(self.doc, self.globals, self.metadata)
+        return self._ctx
+
+    def path(self, field: str) -> str:
+        return f"{self.doc.json_prefix}.{field}"
+
+    def error(self, field: str, message: str) -> ConfigError:
+        path = self.path(field)
+        return ConfigError(f"{self.where}: {path}: {message}", source=self.doc.source,
+                           errors=[(path, message)])
+
+    def _render(self, value: Any, field: str, ctx: Any) -> Any:
+        from ..template import TemplateError, render_obj
+
+        try:
+            return render_obj(value, ctx)
+        except TemplateError as e:
+            raise self.error(field, str(e)) from None
+
+    def text(self, value: Any, field: str) -> Any:
+        """Render without strictness (an undefined variable follows the template engine's rule)."""
+        if not _has_template(value):
+            return value
+        return self._render(value, field, self.ctx())
+
+    def strict(self, value: Any, field: str) -> Any:
+        """Render; any undefined variable is an error naming it and the field."""
+        if not _has_template(value):
+            return value
+        misses: list[str] = []
+        ctx = dataclasses.replace(self.ctx(), globals=_Probe(self.globals, "global", misses))
+        out = self._render(value, field, ctx)
+        if misses:
+            names = ", ".join(dict.fromkeys(misses))
+            example = misses[0].removeprefix("global.")
+            raise self.error(field, f"{value!r} uses {names}, which is not defined (set it with "
+                                    f"--global {example}=... or Agent.from_config(..., globals=...))")
+        return out
+
+    def params(self, params: ModelParams, field: str) -> ModelParams:
+        data = params.model_dump(exclude_unset=True)
+        if not _has_template(data):
+            return params
+        rendered = self.text(data, field)
+        try:
+            return ModelParams.model_validate(rendered)
+        except ValidationError as e:
+            first = e.errors()[0]
+            sub = ".".join(str(p) for p in first["loc"])
+            raise self.error(f"{field}.{sub}" if sub else field,
+                             f"after rendering templates: {first['msg']} (got {first.get('input')!r:.80})"
+                             ) from None
+
+    def failover(self, fo: FailoverEndpoint, i: int) -> FailoverEndpoint:
+        update: dict[str, Any] = {}
+        for name in _ENDPOINT_FIELDS:
+            value = getattr(fo, name)
+            rendered = self.strict(value, f"failover[{i}].{name}")
+            if rendered is not value:
+                update[name] = rendered
+        if fo.params is not None:
+            params = self.params(fo.params, f"failover[{i}].params")
+            if params is not fo.params:
+                update["params"] = params
+        return fo.model_copy(update=update) if update else fo
+
+
+def _has_template(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, Mapping):
+        return any(_has_template(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_template(v) for v in value)
+    if isinstance(value, BaseModel):
+        return _has_template(value.model_dump())
+    return False
+
+
+class _Probe(Mapping[str, Any]):
+    """A read-only view of the globals that records every key looked up and not found (`global.a.b`),
+    so a strict render can name the undefined variable."""
+
+    __slots__ = ("_data", "_misses", "_path")
+
+    def __init__(self, data: Mapping[str, Any], path: str, misses: list[str]):
+        self._data = data
+        self._path = path
+        self._misses = misses
+
+    def __contains__(self, key: object) -> bool:
+        found = key in self._data
+        if not found:
+            self._misses.append(f"{self._path}.{key}")
+        return found
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            value = self._data[key]
+        except (KeyError, TypeError):
+            self._misses.append(f"{self._path}.{key}")
+            raise KeyError(key) from None
+        if isinstance(value, Mapping):
+            return _Probe(value, f"{self._path}.{key}", self._misses)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
