@@ -97,7 +97,7 @@ async def bare_sync(http: httpx.AsyncClient, url: str) -> str:
 
 def chainreact_client(url: str) -> ModelClient:
     return ModelClient.from_config(AgentConfig.model_validate({"url": url, "key": "k", "model": "m",
-                                                               "maxRetries": 0}))
+                                                               "maxRetries": -1}))
 
 
 async def cr_stream(client: ModelClient) -> str:

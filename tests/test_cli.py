@@ -115,11 +115,36 @@ def test_validate_warns_on_unknown_fields_but_passes(tmp_path: Path) -> None:
 
 def test_validate_missing_file_and_mixed_batch(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
-    good.write_text("{}")
+    good.write_text('{"systemPrompt": "hi"}')
     r = cli("validate", str(good), str(tmp_path / "nope.json"))
     assert r.returncode == 1
     assert "nope.json: no such file" in r.stderr
     assert "good.json: ok" in r.stdout
+
+
+def test_validate_tells_documents_apart_by_shape(tmp_path: Path) -> None:
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps({"ruleChain": {"id": "c1"}, "metadata": {"nodes": []}}))
+    flow = tmp_path / "flow.yaml"
+    flow.write_text("nodes:\n  - {name: support, type: aiagent, start: true}\n")
+    agent = tmp_path / "agent.yaml"
+    agent.write_text("systemPrompt: hi\n")
+    r = cli("validate", str(chain), str(flow), str(agent))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"{chain}: ok (rule chain")
+    assert lines[1].startswith(f"{flow}: ok (flow")
+    assert lines[2].startswith(f"{agent}: ok (agent 'agent'")
+
+
+@pytest.mark.parametrize("content", ["{}", '{"name": "pkg", "version": "1.0.0", "dependencies": {}}', "[1]"])
+def test_validate_refuses_what_is_no_known_document(content: str, tmp_path: Path) -> None:
+    doc = tmp_path / "package.json"
+    doc.write_text(content)
+    r = cli("validate", str(doc))
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert str(doc) in r.stderr and "Traceback" not in r.stderr
 
 
 def test_validate_demo_and_spec_examples_load() -> None:
@@ -220,7 +245,9 @@ def write_agent(dir_: Path, url: str, **extra: object) -> Path:
 
 
 def run_cli(dir_: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return cli(*args, env={"PYTHONPATH": str(dir_)}, stdin=stdin)
+    # dir_ goes in front of (not instead of) the PYTHONPATH that points at the sources under test
+    path = os.pathsep.join(p for p in (str(dir_), os.environ.get("PYTHONPATH", "")) if p)
+    return cli(*args, env={"PYTHONPATH": path}, stdin=stdin)
 
 
 ADD_THEN_ANSWER = [
@@ -306,7 +333,7 @@ def test_run_model_failure_is_one_error_line_and_exit_1(calc_agent: Path) -> Non
 
     turn = {"status": 401, "message": "bad key"}
     with FakeLLM([turn, turn, turn, turn]) as srv:
-        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url, maxRetries=0)), "hi")
+        r = run_cli(calc_agent, "run", str(write_agent(calc_agent, srv.url, maxRetries=-1)), "hi")
     assert r.returncode == 1
     assert r.stderr.startswith("error: ") and "401" in r.stderr
     assert "Traceback" not in r.stderr
@@ -315,7 +342,7 @@ def test_run_model_failure_is_one_error_line_and_exit_1(calc_agent: Path) -> Non
 
 def test_run_invalid_document_exits_1_with_path(tmp_path: Path) -> None:
     doc = tmp_path / "bad.json"
-    doc.write_text(json.dumps({"maxStep": 0}))
+    doc.write_text(json.dumps({"maxStep": -5}))
     r = cli("run", str(doc), "hi")
     assert r.returncode == 1
     assert "$.maxStep" in r.stderr and "Traceback" not in r.stderr

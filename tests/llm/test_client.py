@@ -61,7 +61,7 @@ async def test_retries_exhausted(harness: Any, caplog: pytest.LogCaptureFixture)
 async def test_max_retries_zero_means_one_attempt(harness: Any) -> None:
     async with FakeLLM([{"status": 500}]) as srv:
         with pytest.raises(ModelError):
-            await harness(url=srv.url, model="m", maxRetries=0).run()
+            await harness(url=srv.url, model="m", maxRetries=-1).run()
         assert len(srv.chat_requests) == 1
 
 
@@ -356,7 +356,7 @@ async def test_local_url_resolves_through_chainreact_local(harness: Any, monkeyp
                 srv.url, "tiny", Compat.model_validate({"streamTools": False}))
 
         monkeypatch.setattr(local, "get_local_endpoint", fake_endpoint)
-        h = harness(url="local", maxRetries=0)
+        h = harness(url="local", maxRetries=-1)
         tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
         items, resp = await h.run(stream=True, tools=tools)
         body = srv.chat_requests[0].body

@@ -18,7 +18,7 @@ TOOLS = [{"type": "function", "function": {"name": "get", "parameters": {"type":
 
 async def test_request_on_the_wire(harness: Any) -> None:
     async with FakeLLM([{"text": "ok"}]) as srv:
-        h = harness(url=srv.url + "/", key="sk-test", model="m1", maxRetries=0,
+        h = harness(url=srv.url + "/", key="sk-test", model="m1", maxRetries=-1,
                     params={"temperature": 0, "maxTokens": 5, "extraFields": {"thinking.type": "off"}})
         _, resp = await h.run("hello", stream=True, tools=TOOLS, tool_choice="auto")
         assert resp.message.content == "ok" and resp.endpoint == srv.url
@@ -103,7 +103,7 @@ async def test_http_error_carries_provider_message_and_status(harness: Any) -> N
 async def test_plain_text_error_body(harness: Any) -> None:
     async with FakeLLM([{"status": 503, "body": "upstream connect error"}]) as srv:
         with pytest.raises(ModelError, match="HTTP 503: upstream connect error") as ei:
-            await harness(url=srv.url, model="m", maxRetries=0).run()
+            await harness(url=srv.url, model="m", maxRetries=-1).run()
         assert ei.value.retryable
 
 
@@ -121,27 +121,27 @@ async def test_error_object_in_200(harness: Any, stream: bool) -> None:
 async def test_empty_body(harness: Any, stream: bool) -> None:
     async with FakeLLM([{"fault": "empty"}]) as srv:
         with pytest.raises(EmptyResponseError):
-            await harness(url=srv.url, model="m", maxRetries=0).run(stream=stream)
+            await harness(url=srv.url, model="m", maxRetries=-1).run(stream=stream)
 
 
 async def test_stream_without_finish_reason(harness: Any) -> None:
     async with FakeLLM([{"text": "cut short", "fault": "no_finish"}]) as srv:
         with pytest.raises(EmptyResponseError, match="finish_reason"):
-            await harness(url=srv.url, model="m", maxRetries=0).run(stream=True)
+            await harness(url=srv.url, model="m", maxRetries=-1).run(stream=True)
 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_malformed(harness: Any, stream: bool) -> None:
     async with FakeLLM([{"text": "a b c", "fault": "malformed", "after_chunks": 0}]) as srv:
         with pytest.raises(MalformedResponseError):
-            await harness(url=srv.url, model="m", maxRetries=0).run(stream=stream)
+            await harness(url=srv.url, model="m", maxRetries=-1).run(stream=stream)
 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_reset_and_disconnect_are_network_errors(harness: Any, stream: bool) -> None:
     script = [{"fault": "reset"}, {"text": "a b c", "fault": "disconnect", "after_chunks": 0}]
     async with FakeLLM(script) as srv:
-        h = harness(url=srv.url, model="m", maxRetries=0)
+        h = harness(url=srv.url, model="m", maxRetries=-1)
         for _ in range(2):
             with pytest.raises(ModelError) as ei:
                 await h.run(stream=stream)
@@ -150,7 +150,7 @@ async def test_reset_and_disconnect_are_network_errors(harness: Any, stream: boo
 
 async def test_read_timeout_is_a_retryable_error(harness: Any) -> None:
     async with FakeLLM([{"text": "late", "first_byte_delay": 1.0}]) as srv:
-        h = harness(url=srv.url, model="m", maxRetries=0, timeouts={"connect": 5, "read": 0.2})
+        h = harness(url=srv.url, model="m", maxRetries=-1, timeouts={"connect": 5, "read": 0.2})
         with pytest.raises(ModelError, match=r"timeouts\.read") as ei:
             await h.run()
         assert ei.value.retryable
@@ -162,7 +162,7 @@ async def test_connection_refused(harness: Any) -> None:
     url = srv.url
     srv.stop()
     with pytest.raises(ModelError, match="cannot connect") as ei:
-        await harness(url=url, model="m", maxRetries=0).run()
+        await harness(url=url, model="m", maxRetries=-1).run()
     assert ei.value.retryable
 
 

@@ -72,7 +72,7 @@ async def test_recording(path: Path | None, harness: Any) -> None:
     exp = rec["expected"]
     stream = bool(rec.get("stream"))
     async with FakeLLM([turn]) as srv:
-        h = harness(url=srv.url, model=rec.get("model") or "m", maxRetries=0)
+        h = harness(url=srv.url, model=rec.get("model") or "m", maxRetries=-1)
         if "error" in exp:
             with pytest.raises(ModelError) as ei:
                 await h.run(stream=stream)

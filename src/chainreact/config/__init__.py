@@ -2,6 +2,7 @@
 the runtime configuration (`resolve_agent_config`)."""
 
 from .globals import build_globals, parse_global
+from .kinds import DocumentKind, detect_document_kind
 from .loader import AgentDocument, UnknownFieldWarning, json_schema, load_document, parse_text
 from .models import (
     AgentConfig,
@@ -23,8 +24,27 @@ from .resolve import (
 )
 
 __all__ = [
-    "AgentConfig", "AgentDocument", "ChatMessage", "Compat", "FailoverEndpoint", "ModelParams",
-    "RuleChainNode", "Timeouts", "ToolDescriptor", "UnknownFieldWarning", "as_document", "build_globals",
-    "is_local_url", "json_schema", "load_document", "parse_global", "parse_text", "render_run_texts",
-    "resolve_agent_config", "template_context", "uses_embedded_model",
+    "AgentConfig",
+    "AgentDocument",
+    "ChatMessage",
+    "Compat",
+    "DocumentKind",
+    "FailoverEndpoint",
+    "ModelParams",
+    "RuleChainNode",
+    "Timeouts",
+    "ToolDescriptor",
+    "UnknownFieldWarning",
+    "as_document",
+    "build_globals",
+    "detect_document_kind",
+    "is_local_url",
+    "json_schema",
+    "load_document",
+    "parse_global",
+    "parse_text",
+    "render_run_texts",
+    "resolve_agent_config",
+    "template_context",
+    "uses_embedded_model",
 ]

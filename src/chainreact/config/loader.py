@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+from .kinds import detect_document_kind
 from .models import AgentConfig
 
 log = logging.getLogger("chainreact.config")
@@ -91,8 +92,28 @@ def parse_text(text: str, source: str | None = None) -> Any:
         raise ConfigError(f"{where}: invalid YAML/JSON: {e}", source=source) from None
 
 
+def read_document(src: str | Path, *, source: str | None = None) -> tuple[Any, str | None]:
+    """Parse a document given as a path or as JSON/YAML text (when it is not an existing path and looks
+    like a document). Returns (data, source), source being the file path when read from a file."""
+    text_src = str(src)
+    p = Path(text_src)
+    looks_inline = "\n" in text_src or text_src.lstrip().startswith("{")
+    if not looks_inline:
+        if not p.is_file():
+            raise ConfigError(f"{text_src}: no such file (expected a JSON or YAML document)")
+        source = source or str(p)
+        try:
+            text_src = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{source}: not UTF-8 text", source=source) from None
+        except OSError as e:
+            raise ConfigError(f"{source}: cannot read ({e.strerror or e})", source=source) from None
+    return parse_text(text_src, source), source
+
+
 def load_document(src: str | Path | dict[str, Any], *, source: str | None = None) -> AgentDocument:
-    """Load an agent document: a bare agent configuration or an `ai/agent` rule-chain node.
+    """Load an agent document: a bare agent configuration or an `ai/agent` rule-chain node. Rule chains,
+    flows and other JSON (a package.json) are refused (see kinds.detect_document_kind).
 
     `src` is a path, a dict, or JSON/YAML text (when it is not an existing path and looks like a document).
     Raises ConfigError listing every problem as `file: $.json.path: message`.
@@ -101,32 +122,21 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
     if isinstance(src, dict):
         data = src
     else:
-        text_src = str(src)
-        p = Path(text_src)
-        looks_inline = "\n" in text_src or text_src.lstrip().startswith("{")
-        if not looks_inline:
-            if not p.is_file():
-                raise ConfigError(f"{text_src}: no such file (expected a JSON or YAML agent document)")
-            source = source or str(p)
-            try:
-                text_src = p.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise ConfigError(f"{source}: not UTF-8 text", source=source) from None
-        data = parse_text(text_src, source)
+        data, source = read_document(src, source=source)
     where = source or "<document>"
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{where}: $: expected an object (an agent configuration or a rule-chain node), "
-            f"got {type(data).__name__}",
-            source=source,
-        )
-    is_node = "configuration" in data and isinstance(data.get("configuration"), dict)
-    prefix = "$.configuration" if is_node else "$"
-    if is_node and data.get("type", "ai/agent") != "ai/agent":
+    if isinstance(data, dict) and isinstance(data.get("configuration"), dict) \
+            and data.get("type", "ai/agent") != "ai/agent":
         raise ConfigError(
             f"{where}: $.type: expected 'ai/agent', got {data.get('type')!r}", source=source,
             errors=[("$.type", "expected 'ai/agent'")],
         )
+    kind = detect_document_kind(data, source=source)
+    if kind != "agent":
+        what = {"chain": "a rule chain", "flow": "a flow"}[kind]
+        raise ConfigError(f"{where}: this is {what}, not an agent document", source=source,
+                          errors=[("$", f"{what}, not an agent document")])
+    is_node = isinstance(data.get("configuration"), dict)
+    prefix = "$.configuration" if is_node else "$"
     body = data["configuration"] if is_node else data
     try:
         config = AgentConfig.model_validate(body)

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+# The node's fields where 0 means "the default" (as in the `ai/agent` node's source: an unset int is 0).
+ZERO_MEANS_DEFAULT = {"maxStep": 50, "maxToolOutputLength": 50000, "maxRetries": 3, "circuitCooldownSec": 60}
+NO_RETRIES = -1  # maxRetries: -1 turns retries off (0 is the default, 3)
 
 
 def is_local_url(url: str | None) -> bool:
@@ -38,7 +42,8 @@ class ModelParams(_Model):
     topP: float = Field(0.9, ge=0.0, le=1.0, description="Nucleus sampling threshold [0, 1].")
     frequencyPenalty: float = Field(0.5, ge=-2.0, le=2.0, description="Frequency penalty.")
     presencePenalty: float = Field(0.5, ge=-2.0, le=2.0, description="Presence penalty.")
-    maxTokens: int = Field(0, ge=0, description="Max output tokens; 0 = model default (omitted on the wire).")
+    maxTokens: int = Field(0, ge=0, le=2**31 - 1,
+                           description="Max output tokens; 0 = model default (omitted on the wire).")
     stop: list[str] = Field(default_factory=list, description="Stop sequences.")
     responseFormat: Literal["text", "json_object", "json_schema"] = "text"
     jsonSchema: str | dict[str, Any] = Field(
@@ -76,10 +81,10 @@ class Compat(_Model):
 
 
 class Timeouts(_Model):
-    """HTTP timeouts in seconds (chainreact extension)."""
+    """HTTP timeouts in seconds (chainreact extension). Positive and finite."""
 
-    connect: float = 10.0
-    read: float = 300.0
+    connect: float = Field(10.0, gt=0, le=86400, allow_inf_nan=False)
+    read: float = Field(300.0, gt=0, le=86400, allow_inf_nan=False)
 
 
 class FailoverEndpoint(_Model):
@@ -101,7 +106,7 @@ class ToolDescriptor(_Model):
     targetId: str = ""
     parameters: dict[str, Any] | str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
-    timeout: int | None = Field(None, description="Milliseconds.")
+    timeout: int | None = Field(None, ge=0, le=86_400_000, description="Milliseconds.")
     # The flow spec's ToolForAIDef fields (http/standard and mcp tools).
     output: dict[str, Any] | None = None
     execution: dict[str, Any] | None = None
@@ -115,13 +120,15 @@ class AgentConfig(_Model):
     systemPrompt: str = ""
     messages: list[ChatMessage] = Field(default_factory=list, description="Preset context messages.")
     images: list[str] = Field(default_factory=list, description="Image URLs, base64 or local file paths.")
-    maxStep: int = Field(50, ge=1)
-    maxToolOutputLength: int = Field(50000, ge=1)
-    maxRetries: int = Field(3, ge=0)
+    maxStep: int = Field(50, ge=0, le=1_000_000, description="ReAct steps; 0 = the default, 50.")
+    maxToolOutputLength: int = Field(50000, ge=0, le=1_000_000_000,
+                                     description="Tool output cut, in characters; 0 = the default, 50000.")
+    maxRetries: int = Field(3, ge=NO_RETRIES, le=100,
+                            description="Retries per endpoint; 0 = the default, 3; -1 = no retries.")
     streamRetryMode: Literal["off", "full"] = "off"
     streamToolCallCheck: Literal["", "auto", "firstContent", "drain"] = ""
     failover: list[FailoverEndpoint] = Field(default_factory=list)
-    circuitCooldownSec: int = Field(60, ge=0, description="0 = default 60.")
+    circuitCooldownSec: int = Field(60, ge=0, le=86400, description="Breaker cooldown; 0 = the default, 60.")
     params: ModelParams = Field(default_factory=ModelParams)
     tools: list[str | ToolDescriptor] = Field(default_factory=list)
     skillsDir: str = ""
@@ -142,6 +149,12 @@ class AgentConfig(_Model):
     )
     compat: Compat = Field(default_factory=Compat)
     timeouts: Timeouts = Field(default_factory=Timeouts)
+
+    @field_validator(*ZERO_MEANS_DEFAULT)
+    @classmethod
+    def _zero_means_default(cls, v: int, info: ValidationInfo) -> int:
+        # Stored as the effective value, so every consumer (agent, model client, chains) agrees.
+        return ZERO_MEANS_DEFAULT[info.field_name or ""] if v == 0 else v
 
 
 class RuleChainNode(_Model):

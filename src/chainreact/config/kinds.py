@@ -1,0 +1,56 @@
+"""What a JSON/YAML document is, by its shape: an agent, a rule chain or a flow.
+
+- agent: a rule-chain node `{"type": "ai/agent" (or absent), "configuration": {...}}`, or a bare agent
+  configuration: an object with at least one agent field (`url`, `model`, `systemPrompt`, `tools`, ...;
+  `name` and `description` alone do not count: a package.json has them too);
+- chain: a RuleGo rule chain `{"ruleChain": {...}, "metadata": {"nodes": [...], ...}}`;
+- flow: `{"nodes": [{"type": "aiagent", ...}, ...]}`.
+
+Anything else is a ConfigError saying what was expected, never an empty agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ..errors import ConfigError
+
+DocumentKind = Literal["agent", "chain", "flow"]
+
+# Fields that say "agent" on their own (computed from the model on first use).
+_AGENT_KEYS: frozenset[str] | None = None
+_GENERIC_KEYS = frozenset({"name", "description"})
+
+
+def _agent_keys() -> frozenset[str]:
+    global _AGENT_KEYS
+    if _AGENT_KEYS is None:
+        from .models import AgentConfig
+
+        _AGENT_KEYS = frozenset(AgentConfig.model_fields) - _GENERIC_KEYS
+    return _AGENT_KEYS
+
+
+def detect_document_kind(data: Any, *, source: str | None = None) -> DocumentKind:
+    """"agent", "chain" or "flow" for a parsed document; ConfigError (naming `source`) for anything else."""
+    where = source or "<document>"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: $: expected an object (an agent, a rule chain or a flow), "
+                          f"got {type(data).__name__}", source=source, errors=[("$", "expected an object")])
+    if isinstance(data.get("ruleChain"), dict):
+        return "chain"
+    nodes = data.get("nodes")
+    if isinstance(nodes, list) and all(isinstance(n, dict) and isinstance(n.get("type"), str) for n in nodes):
+        return "flow"
+    if isinstance(data.get("configuration"), dict) and data.get("type", "ai/agent") == "ai/agent":
+        return "agent"
+    if "configuration" not in data and _agent_keys() & data.keys():
+        return "agent"
+    keys = ", ".join(sorted(map(str, data))[:8]) or "none"
+    raise ConfigError(
+        f"{where}: not an agent, rule chain or flow document (top-level keys: {keys}). Expected an agent "
+        "configuration (url, model, systemPrompt, tools, ...), an ai/agent node "
+        '{"type": "ai/agent", "configuration": {...}}, a rule chain {"ruleChain": ..., "metadata": ...} '
+        'or a flow {"nodes": [...]}',
+        source=source, errors=[("$", "not an agent, rule chain or flow document")],
+    )
