@@ -434,3 +434,38 @@ def test_run_and_complete_share_globals_and_exit_codes(command: str, tmp_path: P
     gfile.write_text("api_key: [not, closed\n")
     bad_file = cli(command, str(doc), "hi", "--globals", str(gfile))
     assert bad_file.returncode == 2 and str(gfile) in bad_file.stderr
+
+
+# ---------------------------------------------------------------- notices and errors, once (issue 10 item 8)
+
+
+def test_stream_prints_the_final_error_once_and_each_retry_once(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    fail = {"status": 500, "message": "boom", "headers": {"Retry-After": "0"}}
+    with FakeLLM([fail, fail]) as srv:
+        doc = write_agent(calc_agent, srv.url, maxRetries=1)
+        r = run_cli(calc_agent, "run", str(doc), "hi", "--stream")
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert [line for line in lines if line.startswith("error:")] == [lines[-1]]
+    assert "boom" in lines[-1]
+    assert sum("retry" in line for line in lines) == 1 and lines[0].startswith("! retry 1 on ")
+
+
+def test_library_warnings_go_through_the_cli_output_once(calc_agent: Path) -> None:
+    from chainreact.testing import FakeLLM
+
+    fail = {"status": 500, "message": "boom", "headers": {"Retry-After": "0"}}
+    with FakeLLM([fail, {"text": "ok"}]) as srv:
+        doc = write_agent(calc_agent, srv.url, futureField=1,
+                          systemPrompt="${global.who} and ${global.who}")
+        r = run_cli(calc_agent, "run", str(doc), "hi")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "ok\n"
+    lines = r.stderr.splitlines()
+    assert all(line.startswith("warning: ") for line in lines), lines
+    assert sum("$.futureField" in line for line in lines) == 1
+    assert sum("'who' is not defined" in line for line in lines) == 1
+    assert sum("attempt 1/4 failed" in line for line in lines) == 1
+    assert "loader.py" not in r.stderr and "UnknownFieldWarning" not in r.stderr

@@ -23,7 +23,9 @@ from .common import (
     EXIT_USAGE,
     UsageError,
     build_globals,
+    install_notices,
     parse_global,
+    uninstall_notices,
 )
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_globals", "build_parser", "main",
@@ -73,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     debug = bool(getattr(args, "debug", False)) or os.environ.get("CHAINREACT_DEBUG") == "1"
     args.debug = debug
+    install_notices()
     try:
         return int(args.func(args))
     except UsageError as e:
@@ -97,3 +100,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(e, ChainreactError):
             print("(run with --debug for the traceback)", file=sys.stderr)
         return EXIT_FAIL
+    finally:
+        uninstall_notices()

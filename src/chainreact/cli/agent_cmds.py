@@ -14,6 +14,7 @@ from .common import (
     UsageError,
     add_globals,
     build_globals,
+    notices_shown_as_events,
     write,
 )
 
@@ -144,11 +145,16 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
 
 async def _run_jsonl(agent: Any, prompt: str) -> int:
     status = EXIT_OK
+    notices_shown_as_events(_EVENT_LOGGERS)
     async for event in agent.stream(prompt):
         write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
         if event.type in ("error", "cancelled"):
             status = EXIT_FAIL
     return status
+
+
+# The model client logs retries and failovers; streaming commands show them as events instead.
+_EVENT_LOGGERS = "chainreact.llm"
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -163,41 +169,49 @@ async def _run_stream(agent: Any, prompt: str) -> int:
     status = EXIT_OK
     text_open = False  # whether stdout holds text without a trailing newline
     for_final = ""
-    async for event in agent.stream(prompt):
-        t = event.type
-        if t == "text_delta":
-            write(event.text)
-            for_final += event.text
-            text_open = bool(event.text) and not event.text.endswith("\n")
-            continue
-        if text_open and t in ("tool_call", "tool_result", "retry", "failover", "breaker", "error"):
-            write("\n")
-            text_open = False
-        if t == "reasoning_delta":
-            write(event.text, err)
-        elif t == "tool_call":
-            for_final = ""  # text before a tool call was a preamble, not the answer
-            write(f"→ {event.call.name}({event.call.arguments})\n", err)
-        elif t == "tool_result":
-            mark = "✗" if event.is_error else "←"
-            write(f"{mark} {event.name}: {_short(event.content)}\n", err)
-        elif t == "retry":
-            write(f"! retry {event.attempt} on {event.endpoint} in {event.delay:.1f}s: {event.error}\n", err)
-        elif t == "failover":
-            write(f"! failover {event.from_endpoint} -> {event.to_endpoint}: {event.error}\n", err)
-        elif t == "breaker":
-            write(f"! circuit breaker {event.endpoint}: {event.previous} -> {event.state}\n", err)
-        elif t == "final":
-            # If the answer was not streamed as deltas (e.g. a non-streamed tool step), print it now.
-            if event.content and not for_final:
-                write(event.content)
-                text_open = not event.content.endswith("\n")
-        elif t == "error":
-            write(f"error: {event.error}\n", err)
-            status = EXIT_FAIL
-        elif t == "cancelled":
-            write("cancelled\n", err)
-            status = EXIT_FAIL
+    notices_shown_as_events(_EVENT_LOGGERS)
+    try:
+        async for event in agent.stream(prompt):
+            t = event.type
+            if t == "text_delta":
+                write(event.text)
+                for_final += event.text
+                text_open = bool(event.text) and not event.text.endswith("\n")
+                continue
+            if text_open and t in ("tool_call", "tool_result", "retry", "failover", "breaker", "error"):
+                write("\n")
+                text_open = False
+            if t == "reasoning_delta":
+                write(event.text, err)
+            elif t == "tool_call":
+                for_final = ""  # text before a tool call was a preamble, not the answer
+                write(f"→ {event.call.name}({event.call.arguments})\n", err)
+            elif t == "tool_result":
+                mark = "✗" if event.is_error else "←"
+                write(f"{mark} {event.name}: {_short(event.content)}\n", err)
+            elif t == "retry":
+                delay = f"{event.delay:.1f}s"
+                write(f"! retry {event.attempt} on {event.endpoint} in {delay}: {event.error}\n", err)
+            elif t == "failover":
+                write(f"! failover {event.from_endpoint} -> {event.to_endpoint}: {event.error}\n", err)
+            elif t == "breaker":
+                write(f"! circuit breaker {event.endpoint}: {event.previous} -> {event.state}\n", err)
+            elif t == "final":
+                # If the answer was not streamed as deltas (e.g. a non-streamed tool step), print it now.
+                if event.content and not for_final:
+                    write(event.content)
+                    text_open = not event.content.endswith("\n")
+            elif t == "error":
+                write(f"error: {event.error}\n", err)
+                status = EXIT_FAIL
+            elif t == "cancelled":
+                write("cancelled\n", err)
+                status = EXIT_FAIL
+    except Exception:
+        # The error event already printed `error: ...` once; the exception that ends the stream is the same
+        # error, which main() would print a second time.
+        if status != EXIT_FAIL:
+            raise
     if text_open:
         write("\n")
     return status

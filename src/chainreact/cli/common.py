@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,8 +16,11 @@ EXIT_FAIL = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "AddCommand", "UsageError",
-           "add_globals", "build_globals", "parse_global", "write"]
+_original_showwarning = warnings.showwarning
+
+__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "AddCommand", "NoticeHandler",
+           "UsageError", "add_globals", "build_globals", "install_notices", "notices_shown_as_events",
+           "parse_global", "uninstall_notices", "write"]
 
 
 # --------------------------------------------------------------------------- --global parsing
@@ -41,6 +46,70 @@ def write(text: str, stream: Any = None) -> None:
     stream = stream or sys.stdout
     stream.write(text)
     stream.flush()
+
+
+# --------------------------------------------------------------------------- library notices
+# The library reports through `logging` (chainreact.*) and `warnings`. Without this, Python's last-resort
+# handler prints bare messages and `warnings` prints file paths and source lines; a retry shown by
+# `--stream` as "! retry ..." was printed a second time by the log. The CLI prints each notice once, as
+# `warning: <message>` on stderr.
+
+
+class NoticeHandler(logging.Handler):
+    """Prints chainreact's log warnings as `warning: ...` on stderr, each distinct message once."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: set[str] = set()
+        # Loggers whose notices a streaming run already shows as events (retry, failover, breaker).
+        self.shown_as_events: tuple[str, ...] = ()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.shown_as_events and record.name.startswith(self.shown_as_events):
+            return
+        try:
+            self.notice(record.getMessage())
+        except Exception:
+            self.handleError(record)
+
+    def notice(self, message: str) -> None:
+        if message in self.seen:
+            return
+        if len(self.seen) < 10_000:
+            self.seen.add(message)
+        write(f"warning: {message}\n", sys.stderr)
+
+
+_handler: NoticeHandler | None = None
+
+
+def install_notices() -> NoticeHandler:
+    """Route chainreact's log warnings and Python warnings through the CLI's output (see NoticeHandler)."""
+    global _handler
+    uninstall_notices()
+    _handler = handler = NoticeHandler()
+    logging.getLogger("chainreact").addHandler(handler)
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        handler.notice(str(message))
+
+    warnings.showwarning = show
+    return handler
+
+
+def uninstall_notices() -> None:
+    global _handler
+    if _handler is not None:
+        logging.getLogger("chainreact").removeHandler(_handler)
+        _handler = None
+    warnings.showwarning = _original_showwarning
+
+
+def notices_shown_as_events(*loggers: str) -> None:
+    """A streaming command shows these loggers' notices as events: do not print them again."""
+    if _handler is not None:
+        _handler.shown_as_events = loggers
 
 
 def add_globals(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
 from .kinds import detect_document_kind
+from .limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, check_document
 from .models import AgentConfig
 
 log = logging.getLogger("chainreact.config")
@@ -73,23 +74,37 @@ def _collect_unknown(model: BaseModel, path: str, out: list[str]) -> None:
 
 
 def parse_text(text: str, source: str | None = None) -> Any:
-    """Parse JSON or YAML text (JSON first: it is a subset of YAML but parses faster and errors better)."""
+    """Parse JSON or YAML text (JSON first: it is a subset of YAML but parses faster and errors better).
+    The result is checked against limits.check_document (alias bombs, deep nesting, huge numbers)."""
+    data = _parse(text, source)
+    check_document(data, source)
+    return data
+
+
+def _parse(text: str, source: str | None) -> Any:
     where = source or "<document>"
     stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            if source and source.endswith(".json"):
-                raise ConfigError(
-                    f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", source=source
-                ) from None
-    import yaml
-
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: invalid YAML/JSON: {e}", source=source) from None
+        if stripped.startswith(("{", "[")):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as e:
+                if source and source.endswith(".json"):
+                    raise ConfigError(
+                        f"{where}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", source=source
+                    ) from None
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{where}: invalid YAML/JSON: {e}", source=source) from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply to parse (more than {MAX_DEPTH} levels is refused)",
+                          source=source, errors=[("$", "nested too deeply")]) from None
+    except ValueError as e:  # e.g. an integer literal beyond Python's digit limit
+        msg = "integer out of range (thousands of digits)" if "integer string" in str(e) else str(e)
+        raise ConfigError(f"{where}: {msg}", source=source, errors=[("$", msg)]) from None
 
 
 def read_document(src: str | Path, *, source: str | None = None) -> tuple[Any, str | None]:
@@ -103,6 +118,9 @@ def read_document(src: str | Path, *, source: str | None = None) -> tuple[Any, s
             raise ConfigError(f"{text_src}: no such file (expected a JSON or YAML document)")
         source = source or str(p)
         try:
+            if p.stat().st_size > MAX_DOCUMENT_BYTES:
+                raise ConfigError(f"{source}: larger than {MAX_DOCUMENT_BYTES // 2**20} MiB; not a document "
+                                  "this loader reads", source=source)
             text_src = p.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise ConfigError(f"{source}: not UTF-8 text", source=source) from None
@@ -121,6 +139,7 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
     data: Any
     if isinstance(src, dict):
         data = src
+        check_document(data, source)
     else:
         data, source = read_document(src, source=source)
     where = source or "<document>"
