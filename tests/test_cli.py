@@ -186,7 +186,7 @@ def test_help_does_not_import_heavy_modules() -> None:
         "        main(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "heavy = ['pydantic', 'httpx', 'yaml', 'jinja2', 'orjson', 'asyncio', 'chainreact.config',\n"
+        "heavy = ['pydantic', 'httpx', 'yaml', 'chainreact.expr', 'orjson', 'asyncio', 'chainreact.config',\n"
         "         'llama_cpp']\n"
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )

@@ -1,40 +1,44 @@
 """`${...}` templates in configuration strings, and the session `{Key}` format.
 
-`render("Time: ${now()}", ctx)` evaluates each `${expr}` as a Jinja2 *expression* in an immutable sandbox.
-Names: `global` (the globals dict, dotted access goes into keys), `ruleChain`, `metadata`, plus
-`ctx.vars`; functions `include(path)`, `fileExists(path)`, `now(fmt=None)`, `env(name, default="")`.
-A missing key yields "" (logged once per name) so optional globals do not break a document; calling an
-unknown function or touching Python internals is a TemplateError. `$${` is a literal `${`.
+`render("Time: ${now()}", ctx)` evaluates each `${expr}` with RuleGo's expression language
+(`chainreact.expr`, expr-lang semantics). Names: `global` (the globals), `ruleChain`, `metadata`, plus
+`ctx.vars`; functions: expr-lang's builtins, `include(path)`, `fileExists(path)` (relative to
+`ctx.base_dir`), `now()`, `env(name, default="")`. A missing key or name yields "" (logged once per
+expression) so optional globals do not break a document; with `strict=True` it is a TemplateError naming
+the variable and the field. `$${` is a literal `${`.
 
-This module imports only `errors`; jinja2 is imported the first time a string actually contains `${`.
+Data never becomes a template: rendering is one pass (a value's text is not scanned again), and
+`render_session` fills session `{Key}` values in that same pass, so a user's `${include('/etc/passwd')}`
+stays text.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["TemplateContext", "TemplateError", "format_session", "has_template", "render", "render_obj"]
+__all__ = ["TemplateContext", "TemplateError", "format_session", "has_template", "render", "render_obj",
+           "render_session", "render_value"]
 
 log = logging.getLogger("chainreact.template")
 
 
 class TemplateError(ConfigError):
-    """A `${...}` expression (or a session `{Key}` placeholder) could not be parsed or evaluated."""
+    """A `${...}` expression (or a session `{Key}` placeholder) could not be parsed or evaluated.
+    `variable` names the undefined variable when that is the cause."""
 
     def __init__(self, message: str, *, expression: str | None = None, position: int | None = None,
-                 source: str | None = None):
+                 source: str | None = None, variable: str | None = None, field: str | None = None):
         self.expression = expression
         self.position = position
+        self.variable = variable
+        self.field = field
         super().__init__(message, source=source)
 
 
@@ -46,6 +50,7 @@ class TemplateContext:
     base_dir: Path | None = None  # include()/fileExists() resolve relative paths here (else the cwd)
     vars: Mapping[str, Any] = field(default_factory=dict)  # extra top-level names
     source: str | None = None  # where the strings come from (a file path), for error messages
+    strict: bool = False  # an undefined name or key is an error (also per call: render(..., strict=True))
 
 
 def has_template(s: str) -> bool:
@@ -53,201 +58,9 @@ def has_template(s: str) -> bool:
     return "${" in s
 
 
-# --- scanning -----------------------------------------------------------------------------------------
+# --- names and functions ----------------------------------------------------------------------------------
 
-# A parsed template: literal strings and (expression, offset) pairs, in order.
-_Part = str | tuple[str, int]
-
-
-@lru_cache(maxsize=4096)
-def _parse(text: str) -> tuple[_Part, ...]:
-    parts: list[_Part] = []
-    lit: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        j = text.find("$", i)
-        if j < 0:
-            lit.append(text[i:])
-            break
-        lit.append(text[i:j])
-        if text.startswith("$${", j):
-            lit.append("${")
-            i = j + 3
-        elif text.startswith("${", j):
-            end = _find_close(text, j + 2)
-            expr = text[j + 2 : end].strip()
-            if not expr:
-                raise TemplateError(f"empty expression '${{}}' at position {j}", expression="", position=j)
-            if lit:
-                parts.append("".join(lit))
-                lit = []
-            parts.append((expr, j))
-            i = end + 1
-        else:
-            lit.append("$")
-            i = j + 1
-    if lit:
-        joined = "".join(lit)
-        if joined:
-            parts.append(joined)
-    return tuple(parts)
-
-
-def _find_close(text: str, start: int) -> int:
-    """Index of the `}` closing an expression that starts at `start`, skipping quoted strings and
-    nested brackets (so `${include('a}b.md')}` and `${ {'a': 1}['a'] }` work)."""
-    depth = 0
-    i, n = start, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'\"":
-            k = i + 1
-            while k < n and text[k] != c:
-                k += 2 if text[k] == "\\" else 1
-            if k >= n:
-                raise TemplateError(
-                    f"unterminated string in expression at position {start - 2}: {text[start - 2:][:80]!r}",
-                    expression=text[start:], position=start - 2,
-                )
-            i = k + 1
-            continue
-        if c in "{[(":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif c == "}":
-            if depth == 0:
-                return i
-            depth -= 1
-        i += 1
-    raise TemplateError(
-        f"unterminated '${{' at position {start - 2} (no matching '}}'): {text[start - 2:][:80]!r}",
-        expression=text[start:], position=start - 2,
-    )
-
-
-# --- evaluation -----------------------------------------------------------------------------------------
-
-_env_lock = threading.Lock()
-_env: Any = None
-_compiled: dict[str, Callable[..., Any]] = {}
-_MAX_COMPILED = 4096
 _warned: set[str] = set()
-_MAX_RESULT = 10_000_000  # refuse `'x' * 10**10` and friends: the sandbox does not bound sizes itself
-
-
-def _environment() -> Any:
-    global _env
-    if _env is not None:
-        return _env
-    with _env_lock:
-        if _env is None:
-            _env = _make_environment()
-    return _env
-
-
-def _make_environment() -> Any:
-    # Deferred: jinja2 costs ~30 ms to import and most strings never need it.
-    from jinja2 import Undefined
-    from jinja2.exceptions import SecurityError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    class Missing(Undefined):
-        """A missing name or key: behaves as "" (also in `+`), chains on attribute access."""
-
-        __slots__ = ()
-
-        def __str__(self) -> str:
-            return ""
-
-        def __add__(self, other: Any) -> Any:
-            return other if isinstance(other, str) else self._fail_with_undefined_error()
-
-        def __radd__(self, other: Any) -> Any:
-            return other if isinstance(other, str) else self._fail_with_undefined_error()
-
-        def __getattr__(self, name: str) -> Any:
-            if name[:2] == "__":
-                raise AttributeError(name)
-            return self
-
-        __getitem__ = __getattr__
-
-    class Env(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset(["*", "**"])
-
-        def getattr(self, obj: Any, attribute: str) -> Any:
-            if attribute[:1] == "_":
-                # Never reach Python internals, whatever the object (also on missing values).
-                raise SecurityError(f"access to attribute {attribute!r} is not allowed")
-            # Dotted access into dicts means keys (so a global named "items" is not dict.items).
-            if isinstance(obj, Mapping):
-                if attribute in obj:
-                    return obj[attribute]
-                return self.undefined(obj=obj, name=attribute)
-            return super().getattr(obj, attribute)
-
-        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
-            raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} is not allowed")
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**":
-                if isinstance(right, int | float) and abs(right) > 1024:
-                    raise SecurityError("exponent too large")
-                return left**right
-            if operator == "*":
-                for seq, k in ((left, right), (right, left)):
-                    sized = isinstance(seq, str | list | tuple) and isinstance(k, int)
-                    if sized and len(seq) * k > _MAX_RESULT:
-                        raise SecurityError(f"result too large (more than {_MAX_RESULT} items)")
-                return left * right
-            return super().call_binop(context, operator, left, right)
-
-    env = Env(undefined=Missing)
-    env.globals.clear()  # no range/lipsum/cycler...: fewer names to copy into every evaluation
-    return env
-
-
-def _compile(expr: str) -> Callable[..., Any]:
-    fn = _compiled.get(expr)
-    if fn is None:
-        env = _environment()
-        fn = env.compile_expression(expr, undefined_to_none=False)
-        if len(_compiled) >= _MAX_COMPILED:
-            _compiled.clear()  # crude bound; configs have few distinct expressions
-        _compiled[expr] = fn
-    return fn
-
-
-def _resolve(path: Any, ctx: TemplateContext) -> Path:
-    p = Path(str(path)).expanduser()
-    if not p.is_absolute() and ctx.base_dir is not None:
-        p = Path(ctx.base_dir) / p
-    return p
-
-
-def _functions(ctx: TemplateContext) -> dict[str, Any]:
-    def include(path: Any) -> str:
-        p = _resolve(path, ctx)
-        try:
-            return p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            _warn_once(f"include: {p}", "template include(%r): %s not found; using an empty string", path, p)
-            return ""
-        except IsADirectoryError:
-            raise TemplateError(f"include({path!r}): {p} is a directory, not a file") from None
-
-    def file_exists(path: Any) -> bool:
-        return _resolve(path, ctx).exists()
-
-    def now(fmt: str | None = None) -> str:
-        t = datetime.now().astimezone()
-        return t.strftime(fmt) if fmt else t.isoformat(timespec="seconds")
-
-    def env(name: str, default: str = "") -> str:
-        return os.environ.get(name, default)
-
-    return {"include": include, "fileExists": file_exists, "now": now, "env": env}
 
 
 def _warn_once(key: str, msg: str, *args: Any) -> None:
@@ -259,105 +72,149 @@ def _warn_once(key: str, msg: str, *args: Any) -> None:
     log.warning(msg, *args)
 
 
-def _to_str(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict | list | tuple):
-        import orjson
-
-        try:
-            return orjson.dumps(value, default=str).decode()
-        except TypeError:
-            return str(value)
-    return str(value)
-
-
-def _evaluate(expr: str, pos: int, names: dict[str, Any], ctx: TemplateContext) -> str:
-    fn = _compiled.get(expr)
-    try:
-        if fn is None:
-            fn = _compile(expr)
-        value = fn(**names)
-    except TemplateError:
-        raise
-    except Exception as e:
-        raise _error_for(e, expr, pos, ctx) from None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, _environment().undefined):
-        name = getattr(value, "_undefined_name", None) or expr
-        _warn_once(f"missing: {expr}", "template '${%s}': %r is not defined; using an empty string",
-                   expr, name)
-        return ""
-    return _to_str(value)
-
-
-def _error_for(e: Exception, expr: str, pos: int, ctx: TemplateContext) -> TemplateError:
-    # jinja2 is imported here, on the error path only, to keep the hot path free of import statements.
-    from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
-
-    where = f" in {ctx.source}" if ctx.source else ""
-    head = f"'${{{expr}}}' at position {pos}{where}"
-    if isinstance(e, TemplateSyntaxError):
-        msg = f"syntax error in {head}: {e.message}"
-    elif isinstance(e, SecurityError):
-        msg = f"{head} is not allowed: {e}"
-    elif isinstance(e, UndefinedError):
-        msg = f"{head}: {e.message} (functions: include, fileExists, now, env; names: global, ruleChain, " \
-            "metadata)"
-    else:
-        msg = f"{head} failed: {type(e).__name__}: {e}"
-    return TemplateError(msg, expression=expr, position=pos, source=ctx.source)
+def _resolve(path: Any, ctx: TemplateContext) -> Path:
+    p = Path(str(path)).expanduser()
+    if not p.is_absolute() and ctx.base_dir is not None:
+        p = Path(ctx.base_dir) / p
+    return p
 
 
 def _names(ctx: TemplateContext) -> dict[str, Any]:
+    from .expr import ExprError, read_text_file
+
+    def include(path: Any) -> str:
+        if not isinstance(path, str):
+            raise ExprError(f"include(): path must be a string, got {type(path).__name__}")
+        p = _resolve(path, ctx)
+        text = read_text_file(p)
+        if text is None:
+            _warn_once(f"include: {p}", "template include(%r): %s not found; using an empty string", path, p)
+            return ""
+        return text
+
+    def file_exists(path: Any) -> bool:
+        try:
+            return _resolve(path, ctx).exists()
+        except (OSError, ValueError):
+            return False
+
+    def env(name: Any, default: Any = "") -> Any:
+        return os.environ.get(str(name), default)
+
     names: dict[str, Any] = dict(ctx.vars)
     names["global"] = ctx.globals
     names["ruleChain"] = ctx.rule_chain
     names["metadata"] = ctx.metadata
-    names.update(_functions(ctx))
+    names["include"] = include
+    names["fileExists"] = file_exists
+    names["env"] = env
     return names
 
 
-def render(text: str, ctx: TemplateContext | None = None) -> str:
-    """Evaluate every `${expr}` in `text`. A string without `${` is returned unchanged at once."""
-    if "${" not in text:
-        return text
-    ctx = ctx or TemplateContext()
+# --- rendering --------------------------------------------------------------------------------------------
+
+
+def _template(text: str, ctx: TemplateContext, fld: str | None) -> Any:
+    from .expr import ExprSyntaxError, parse_template
+
     try:
-        parts = _parse(text)
-    except TemplateError as e:
-        if ctx.source and e.source is None:
-            e.source = ctx.source
-            e.args = (f"{e.args[0]} in {ctx.source}",)
-        raise
-    names: dict[str, Any] | None = None
+        return parse_template(text)
+    except ExprSyntaxError as e:
+        raise _error(e, ctx, fld) from None
+
+
+def _error(e: Exception, ctx: TemplateContext, fld: str | None, expr: str | None = None,
+           pos: int | None = None) -> TemplateError:
+    from .expr import ExprSyntaxError, UndefinedName
+
+    where = "".join([f" in field {fld}" if fld else "", f" in {ctx.source}" if ctx.source else ""])
+    expression = getattr(e, "expression", None) if expr is None else expr
+    position = getattr(e, "position", None) if pos is None else pos
+    detail = getattr(e, "detail", str(e))
+    variable = None
+    if isinstance(e, ExprSyntaxError) and expr is None:
+        msg = f"{detail}{where}"
+    elif isinstance(e, UndefinedName):
+        variable = e.name
+        msg = f"'${{{expr}}}' at position {pos}{where}: {detail} (names: global, ruleChain, metadata)"
+    else:
+        msg = f"'${{{expr}}}' at position {pos}{where}: {detail}"
+    return TemplateError(msg, expression=expression, position=position, source=ctx.source, variable=variable,
+                         field=fld)
+
+
+def _evaluate(text: str, ctx: TemplateContext, strict: bool, fld: str | None, whole: bool) -> Any:
+    """Render `text`; with `whole`, a text that is wholly one `${...}` gives the raw value (nil: "")."""
+    from .expr import ExprError
+    from .expr.compiler import NIL, STRICT, Scope
+    from .expr.values import MAX_STRING, to_string
+
+    t = _template(text, ctx, fld)
+    scope = Scope(_names(ctx), STRICT if strict else NIL, not strict)
+    single = t.whole if whole else None
     out: list[str] = []
-    for part in parts:
-        if isinstance(part, str):
-            out.append(part)
+    size = 0
+    for p in (single,) if single is not None else t.parts:
+        if isinstance(p, str):
+            piece = p
         else:
-            if names is None:
-                names = _names(ctx)
-            out.append(_evaluate(part[0], part[1], names, ctx))
+            prog, src, pos = p
+            try:
+                value = prog.eval(scope)
+            except ExprError as e:
+                raise _error(e, ctx, fld, src, pos) from None
+            if value is None:
+                _warn_once(f"missing: {src}", "template '${%s}': the value is nil (undefined?); using an "
+                           "empty string", src)
+            if single is not None:
+                return "" if value is None else value
+            piece = to_string(value)
+        size += len(piece)
+        if size > MAX_STRING:
+            raise TemplateError(f"template result too large (more than {MAX_STRING} characters)"
+                                f"{_at(ctx, fld)}", source=ctx.source, field=fld)
+        out.append(piece)
     return "".join(out)
 
 
-def render_obj(obj: Any, ctx: TemplateContext | None = None) -> Any:
-    """Render every string containing `${` in nested dicts/lists (keys are left alone). Returns a copy
-    where something changed; values without templates are returned as they are."""
+def _at(ctx: TemplateContext, fld: str | None) -> str:
+    return "".join([f" in field {fld}" if fld else "", f" in {ctx.source}" if ctx.source else ""])
+
+
+def render(text: str, ctx: TemplateContext | None = None, *, strict: bool | None = None,
+           field: str | None = None) -> str:
+    """Evaluate every `${expr}` in `text` and return the text. A string without `${` is returned at once.
+    strict (default: ctx.strict): an undefined name or key raises TemplateError naming it (and `field`)."""
+    if "${" not in text:
+        return text
+    ctx = ctx or TemplateContext()
+    return str(_evaluate(text, ctx, ctx.strict if strict is None else strict, field, whole=False))
+
+
+def render_value(text: str, ctx: TemplateContext | None = None, *, strict: bool | None = None,
+                 field: str | None = None) -> Any:
+    """Like `render`, but a string that is wholly one `${...}` gives the value itself: a number stays a
+    number, a map a map (nil gives "")."""
+    if "${" not in text:
+        return text
+    ctx = ctx or TemplateContext()
+    return _evaluate(text, ctx, ctx.strict if strict is None else strict, field, whole=True)
+
+
+def render_obj(obj: Any, ctx: TemplateContext | None = None, *, strict: bool | None = None,
+               field: str | None = None) -> Any:
+    """Render every string containing `${` in nested dicts/lists (keys are left alone). A string that is
+    wholly one `${...}` keeps the value's type (`"${global.timeout}"` gives 30, not "30"). Returns a copy
+    where something changed; values without templates are returned as they are. `field` is the JSON path of
+    `obj`, used in error messages (`tools[0].config.workDir`)."""
     if isinstance(obj, str):
-        return render(obj, ctx) if "${" in obj else obj
+        return render_value(obj, ctx, strict=strict, field=field) if "${" in obj else obj
     if isinstance(obj, dict):
-        return {k: render_obj(v, ctx) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [render_obj(v, ctx) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(render_obj(v, ctx) for v in obj)
+        return {k: render_obj(v, ctx, strict=strict, field=f"{field}.{k}" if field else str(k))
+                for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        out = [render_obj(v, ctx, strict=strict, field=f"{field or ''}[{i}]") for i, v in enumerate(obj)]
+        return tuple(out) if isinstance(obj, tuple) else out
     return obj
 
 
@@ -369,20 +226,48 @@ def format_session(text: str, values: Mapping[str, Any]) -> str:
 
     `{{` and `}}` are literal braces. An unknown key, an unclosed `{` or a lone `}` is a TemplateError.
     Only plain key lookup: no attribute access or format specs, so a prompt cannot reach into objects.
-    `${...}` expressions (and `$${`) are copied through untouched, so a text can carry both kinds: fill
-    the session values first, then `render` (the agent does), and included files never meet `{Key}` rules.
+    `${...}` expressions (and `$${`) are copied through untouched.
+
+    Do not `render` the result when the values may come from users: a value's `${...}` would be evaluated.
+    `render_session` does both in one pass, and is what the agent uses.
     """
     if "{" not in text and "}" not in text:
         return text
+    return _session_pass(text, values, None, False)
+
+
+def render_session(text: str, values: Mapping[str, Any] | None, ctx: TemplateContext | None = None, *,
+                   strict: bool | None = None) -> str:
+    """`${...}` expressions and session `{Key}` placeholders in one pass: session values are data (a
+    user's `${include('/etc/passwd')}` stays that text) and expression results are not scanned for
+    `{Key}` (an included file may hold JSON braces)."""
+    if values is None or ("{" not in text.replace("${", "") and "}" not in text):
+        return render(text, ctx, strict=strict)
+    ctx = ctx or TemplateContext()
+    return _session_pass(text, values, ctx, ctx.strict if strict is None else strict)
+
+
+def _session_pass(text: str, values: Mapping[str, Any], ctx: TemplateContext | None, strict: bool) -> str:
+    from .expr import ExprSyntaxError, find_close
+
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         c = text[i]
         if c == "$":
             skip = 3 if text.startswith("$${", i) else 2 if text.startswith("${", i) else 0
-            if skip:  # an expression, or an escaped one: copied whole, braces included
-                end = _find_close(text, i + skip)
-                out.append(text[i : end + 1])
+            if skip:  # an expression, or an escaped one: braces included
+                try:
+                    end = find_close(text, i + skip)
+                except ExprSyntaxError as e:
+                    raise TemplateError(str(e), expression=e.expression, position=e.position) from None
+                segment = text[i : end + 1]
+                if ctx is None:
+                    out.append(segment)
+                elif skip == 3:
+                    out.append(segment[1:])  # `$${x}` is the text `${x}`
+                else:
+                    out.append(_evaluate_at(segment, i, ctx, strict))
                 i = end + 1
             else:
                 out.append("$")
@@ -423,3 +308,21 @@ def format_session(text: str, values: Mapping[str, Any]) -> str:
             out.append(text[i:j])
             i = j
     return "".join(out)
+
+
+def _evaluate_at(segment: str, offset: int, ctx: TemplateContext, strict: bool) -> str:
+    """One `${...}` of a larger text; error positions are made relative to that text."""
+    try:
+        return str(_evaluate(segment, ctx, strict, None, whole=False))
+    except TemplateError as e:
+        if e.position is not None:
+            e.position += offset
+            old, new = f"at position {e.position - offset}", f"at position {e.position}"
+            e.args = (e.args[0].replace(old, new, 1),)
+        raise
+
+
+def _to_str(value: Any) -> str:
+    from .expr import to_string
+
+    return to_string(value)

@@ -15,16 +15,17 @@ from .values import MAX_STRING, to_string
 class Template:
     """A parsed template: literal text and compiled expressions, in order."""
 
-    __slots__ = ("_whole", "has_expr", "parts", "source")
+    __slots__ = ("has_expr", "parts", "source", "whole")
 
     def __init__(self, source: str, parts: tuple[str | tuple[Program, str, int], ...]) -> None:
         self.source = source
         self.parts = parts
         self.has_expr = any(not isinstance(p, str) for p in parts)
-        # A string that is wholly one `${...}` (spaces around allowed, as RuleGo) yields the raw value.
+        # A string that is wholly one `${...}` (spaces around allowed, as RuleGo) yields the raw value:
+        # `whole` is that part, else None.
         exprs = [p for p in parts if not isinstance(p, str)]
         lits = [p for p in parts if isinstance(p, str)]
-        self._whole = exprs[0] if len(exprs) == 1 and not "".join(lits).strip() else None
+        self.whole = exprs[0] if len(exprs) == 1 and not "".join(lits).strip() else None
 
     def __repr__(self) -> str:
         return f"Template({self.source!r})"
@@ -64,11 +65,11 @@ class Template:
               optional: bool = False) -> Any:
         """Like render, but a template that is wholly one `${...}` returns the value itself (a number stays
         a number, a map a map). With undefined="keep" an undefined name returns the source text."""
-        if self._whole is None:
+        if self.whole is None:
             return self.render(env, undefined=undefined, optional=optional)
         mode = mode_of(undefined)
         try:
-            return self._whole[0].eval(Scope(env if env is not None else {}, mode, optional))
+            return self.whole[0].eval(Scope(env if env is not None else {}, mode, optional))
         except UndefinedName:
             if mode != KEEP:
                 raise
