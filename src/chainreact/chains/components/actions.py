@@ -1,0 +1,226 @@
+"""Action components: functions, delay, log, restApiCall (RuleGo components/action, components/external)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..exprs import Template
+from ..msg import RuleMsg
+from .base import Component, NodeConfig, register
+from .js import make_js
+
+if TYPE_CHECKING:
+    from ..context import NodeContext
+
+log = logging.getLogger("chainreact.chains")
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+class FunctionsConfig(NodeConfig):
+    functionName: str = ""
+    param: str | None = None
+
+
+@register
+class Functions(Component):
+    """Calls a Python function registered on the engine (`engine.register_function(name, fn)`):
+    fn(ctx, msg), sync or async, routes the message itself. `functionName` and `param` may hold
+    `${...}`; a non-empty `param` replaces the data first."""
+
+    type_name = "functions"
+    Config = FunctionsConfig
+    config: FunctionsConfig
+
+    def init(self) -> None:
+        if not self.config.functionName.strip():
+            raise ValueError("functionName is empty")
+        self.name_t = Template(self.config.functionName.strip())
+        self.param_t = Template(self.config.param) if self.config.param else None
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        env = ctx.env(msg) if (self.name_t.has_expr or (self.param_t and self.param_t.has_expr)) else {}
+        name = self.name_t.render(env)
+        fn = self.chain.engine.functions.get(name)
+        if fn is None:
+            ctx.tell_failure(msg, f"can not found the function={name}")
+            return
+        if self.param_t is not None:
+            msg.data = self.param_t.render(env)
+        r = fn(ctx, msg)
+        if asyncio.iscoroutine(r):
+            await r
+
+
+class DelayConfig(NodeConfig):
+    delayMs: str | int | float = ""
+    periodInSeconds: int = 0
+    maxPendingMsgs: int = 1000
+    overwrite: bool = False
+
+
+@register
+class Delay(Component):
+    """Waits `delayMs` (number or `${...}`; legacy `periodInSeconds`) minus metadata `_delayOffsetMs`,
+    then Success with the same message."""
+
+    type_name = "delay"
+    Config = DelayConfig
+    config: DelayConfig
+
+    def init(self) -> None:
+        d = self.config.delayMs
+        self.fixed_ms: float | None = None
+        self.tmpl: Template | None = None
+        if isinstance(d, int | float):
+            self.fixed_ms = float(d)
+        elif str(d).strip():
+            s = str(d).strip()
+            if "${" in s:
+                self.tmpl = Template(s)
+            else:
+                try:
+                    self.fixed_ms = float(s)
+                except ValueError:
+                    raise ValueError(f"delayMs {s!r} is neither a number nor a ${{...}} template") from None
+        else:
+            self.fixed_ms = float(self.config.periodInSeconds) * 1000
+        self.pending = 0
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        if self.tmpl is not None:
+            text = self.tmpl.render(ctx.env(msg))
+            try:
+                ms = float(text.strip())
+            except ValueError:
+                ctx.tell_failure(msg, f"failed to parse delay time from template result '{text}'")
+                return
+        else:
+            ms = self.fixed_ms or 0.0
+        off = msg.metadata.get("_delayOffsetMs")
+        if off:
+            try:
+                ms -= float(off)
+            except ValueError:
+                ctx.tell_failure(msg, f"failed to parse offset ms from metadata '{off}'")
+                return
+        if self.pending >= self.config.maxPendingMsgs > 0 and not self.config.overwrite:
+            ctx.tell_failure(msg, "too many pending delayed messages "
+                                  f"(maxPendingMsgs={self.config.maxPendingMsgs})")
+            return
+        self.pending += 1
+        try:
+            if ms > 0:
+                await asyncio.sleep(ms / 1000)
+        finally:
+            self.pending -= 1
+        ctx.tell_success(msg)
+
+
+LOG_DEFAULT = ("return 'Incoming message:\\n' + JSON.stringify(msg) + '\\nIncoming metadata:\\n' + "
+               "JSON.stringify(metadata);")
+
+
+class LogConfig(NodeConfig):
+    jsScript: str = LOG_DEFAULT
+
+
+@register
+class Log(Component):
+    """Logs the string the script returns (logger `chainreact.chains`, level INFO), then Success."""
+
+    type_name = "log"
+    Config = LogConfig
+    config: LogConfig
+
+    def init(self) -> None:
+        self.fn = make_js(self, "ToString", self.config.jsScript or LOG_DEFAULT)
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        try:
+            text = self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
+        except Exception as e:
+            ctx.tell_failure(msg, e)
+            return
+        log.info("%s", text)
+        sink = self.chain.engine.services.get("log")
+        if sink is not None:
+            sink(self.chain.id, self.node_id, str(text))
+        ctx.tell_success(msg)
+
+
+class RestApiConfig(NodeConfig):
+    restEndpointUrlPattern: str = ""
+    requestMethod: str = "POST"
+    headers: dict[str, str] = {}
+    body: str = ""
+    withoutRequestBody: bool = False
+    readTimeoutMs: int = 2000
+    insecureSkipVerify: bool = False
+    proxyHost: str = ""
+    proxyPort: int = 0
+
+
+@register
+class RestApiCall(Component):
+    """Calls an HTTP endpoint. URL, headers and body may hold `${...}`; the body defaults to the message
+    data. 2xx: Success with the response body as data and metadata `status`, `statusCode`; otherwise
+    Failure with `status`, `statusCode` and `errorBody` (network errors: Failure with the error)."""
+
+    type_name = "restApiCall"
+    Config = RestApiConfig
+    config: RestApiConfig
+
+    def init(self) -> None:
+        c = self.config
+        if not c.restEndpointUrlPattern.strip():
+            raise ValueError("restEndpointUrlPattern is empty")
+        self.url_t = Template(c.restEndpointUrlPattern)
+        self.header_t = {Template(k): Template(v) for k, v in c.headers.items()}
+        self.body_t = Template(c.body) if c.body else None
+        self.method = c.requestMethod.upper() or "POST"
+        self._client: Any = None
+
+    def _http(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            proxy = (f"http://{self.config.proxyHost}:{self.config.proxyPort}"
+                     if self.config.proxyHost and self.config.proxyPort else None)
+            self._client = httpx.AsyncClient(verify=not self.config.insecureSkipVerify, proxy=proxy,
+                                             timeout=max(self.config.readTimeoutMs, 1) / 1000)
+        return self._client
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        env = ctx.env(msg)
+        url = self.url_t.render(env)
+        headers = {k.render(env): v.render(env) for k, v in self.header_t.items()}
+        content: bytes | None = None
+        if self.method not in ("GET", "DELETE", "HEAD") and not self.config.withoutRequestBody:
+            content = (self.body_t.render(env) if self.body_t else msg.data).encode()
+        try:
+            resp = await self._http().request(self.method, url, headers=headers, content=content)
+        except Exception as e:
+            msg.metadata["errorBody"] = str(e)
+            ctx.tell_failure(msg, f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            return
+        msg.metadata["status"] = f"{resp.status_code} {resp.reason_phrase}".strip()
+        msg.metadata["statusCode"] = str(resp.status_code)
+        if 200 <= resp.status_code < 300:
+            msg.data = resp.text
+            ctx.tell_success(msg)
+        else:
+            msg.metadata["errorBody"] = resp.text
+            ctx.tell_failure(msg, f"{resp.status_code} {resp.reason_phrase}".strip())
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            task = loop.create_task(client.aclose())
+            _CLOSING.add(task)
+            task.add_done_callback(_CLOSING.discard)

@@ -1,0 +1,59 @@
+"""What every chain component is: a small class registered by its RuleGo type name, with a config model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from ..context import NodeContext
+    from ..engine import Chain
+    from ..msg import RuleMsg
+
+
+class NodeConfig(BaseModel):
+    """Base of component configurations: RuleGo documents carry extra keys (UI hints, pool sizes), kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Component:
+    """A node's behaviour. `init` checks what the config model cannot (raise ValueError with the reason);
+    `on_msg` routes the message with ctx.tell_next / tell_success / tell_failure."""
+
+    type_name: ClassVar[str] = ""
+    Config: ClassVar[type[NodeConfig]] = NodeConfig
+    description: ClassVar[str] = ""
+
+    def __init__(self, config: Any, node_id: str, chain: Chain):
+        self.config = config
+        self.node_id = node_id
+        self.chain = chain
+        self.init()
+
+    def init(self) -> None:
+        """Prepare (compile scripts and expressions); raise ValueError for a bad configuration."""
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources when the chain is reloaded or removed."""
+
+
+REGISTRY: dict[str, type[Component]] = {}
+
+
+def register(cls: type[Component]) -> type[Component]:
+    if not cls.type_name:
+        raise ValueError(f"{cls.__name__} has no type_name")
+    REGISTRY[cls.type_name] = cls
+    return cls
+
+
+def load_builtin_components() -> dict[str, type[Component]]:
+    """Import the component families (each registers itself on import)."""
+    from . import actions, expr_nodes, flow_nodes, js  # noqa: F401
+
+    return REGISTRY
