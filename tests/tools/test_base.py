@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
+
+import pytest
+from pydantic import BaseModel
 
 from chainreact.tools import FunctionTool, ToolContext, ToolOutput, tool
 
@@ -46,9 +51,9 @@ def test_schema_from_hints_and_docstring() -> None:
     assert p["properties"]["query"] == {"type": "string", "description": "what to look for"}
     assert p["properties"]["limit"] == {"type": "integer", "description": "at most this many results "
                                         "(continued line)", "default": 10}
-    assert p["properties"]["mode"] == {"enum": ["fast", "deep"], "default": "fast"}
+    assert p["properties"]["mode"] == {"enum": ["fast", "deep"], "type": "string", "default": "fast"}
     assert p["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
-    assert p["properties"]["color"]["enum"] == ["red", "blue"]
+    assert p["properties"]["color"] == {"enum": ["red", "blue"], "type": "string", "default": "red"}
     assert p["properties"]["scale"] == {"type": "number", "description": "how much to zoom", "default": 1.0}
     assert "ctx" not in p["properties"]
 
@@ -60,8 +65,8 @@ def test_dataclass_parameter_uses_pydantic_schema() -> None:
         return ""
 
     schema = plot.parameters["properties"]["p"]
-    assert schema["properties"] == {"x": {"title": "X", "type": "integer"},
-                                    "y": {"title": "Y", "type": "integer"}}
+    assert schema == {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                      "required": ["x", "y"], "additionalProperties": False}
 
 
 def test_overrides() -> None:
@@ -117,3 +122,131 @@ async def test_results_are_text() -> None:
     assert await flagged.run({}, ToolContext()) == ToolOutput("Error: nope", True)
     assert await with_ctx.run({}, ToolContext(call_id="c9")) == "c9"
     assert isinstance(data, FunctionTool)
+
+
+# --- one pydantic model: schema and conversion (issue 9 item 15) -----------------------------------
+
+class Item(BaseModel):
+    name: str
+    qty: int = 1
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+async def test_arguments_arrive_in_the_declared_types() -> None:
+    seen: dict[str, object] = {}
+
+    @tool
+    def order(items: list[Item], when: datetime.date, pts: list[Point], color: Color,
+              note: str | None = None) -> str:
+        """Order."""
+        seen.update(items=items, when=when, pts=pts, color=color, note=note)
+        return "ok"
+
+    out = await order.run({"items": [{"name": "a", "qty": 2}, {"name": "b"}], "when": "2026-11-30",
+                           "pts": [{"x": 1, "y": 2}], "color": "blue"}, ToolContext())
+    assert out == "ok"
+    assert seen["items"] == [Item(name="a", qty=2), Item(name="b", qty=1)]
+    assert all(isinstance(i, Item) for i in seen["items"])  # type: ignore[attr-defined]
+    assert seen["when"] == datetime.date(2026, 11, 30)
+    assert seen["pts"] == [Point(1, 2)]
+    assert seen["color"] is Color.BLUE
+    assert seen["note"] is None
+    props = order.parameters["properties"]
+    assert props["when"] == {"type": "string", "format": "date"}
+    assert props["items"] == {"type": "array", "items": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "qty": {"type": "integer", "default": 1}},
+        "required": ["name"]}}
+    assert order.parameters["required"] == ["items", "when", "pts", "color"]
+
+
+async def test_bad_arguments_are_an_error_result_not_a_crash() -> None:
+    @tool
+    def order(items: list[Item], when: datetime.date) -> str:
+        """Order."""
+        return "ok"
+
+    out = await order.run({"items": [{"qty": "many"}], "when": "soon", "extra": 1}, ToolContext())
+    assert isinstance(out, ToolOutput) and out.is_error
+    assert out.content.startswith("Error: invalid arguments for order: ")
+    assert "$.items[0].name: Field required" in out.content
+    assert "$.items[0].qty: Input should be a valid integer" in out.content and "'many'" in out.content
+    assert "$.when: Input should be a valid date" in out.content
+    assert "$.extra: unexpected argument" in out.content
+    missing = await order.run({}, ToolContext())
+    assert isinstance(missing, ToolOutput) and missing.is_error
+    assert "$.items: Field required" in missing.content and "$.when: Field required" in missing.content
+
+
+async def test_type_checking_only_tool_context_import() -> None:
+    from tests.tools import _ctx_type_checking_only as mod
+
+    assert mod.count.parameters == {"type": "object", "properties": {
+        "n": {"type": "integer", "description": "how many"}}, "required": ["n"]}
+    assert await mod.count.run({"n": "4"}, ToolContext(call_id="c1")) == "5 c1"
+    assert mod.count_optional.parameters["properties"] == {"n": {"type": "integer"}}
+    assert await mod.count_optional.run({"n": 3}, ToolContext(call_id="c2")) == "6 c2"
+
+
+def test_unresolvable_annotation_names_the_parameter() -> None:
+    def f(when: Missing) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return ""
+
+    def g(when: list[int]) -> str:
+        return ""
+
+    g.__annotations__ = {"when": list["Missing"]}  # noqa: F821 - a forward reference nothing defines
+
+    with pytest.raises(TypeError, match=r"parameter 'when'.*TYPE_CHECKING"):
+        tool(f)
+    with pytest.raises(TypeError, match=r"'when': list\['Missing'\].*TYPE_CHECKING"):
+        tool(g)
+
+
+async def test_parameter_names_that_clash_with_pydantic_attributes() -> None:
+    @tool
+    def f(json: str, schema: int, model_config: bool = False, copy: list[int] | None = None) -> str:
+        """Clashes."""
+        return f"{json}|{schema}|{model_config}|{copy}"
+
+    assert sorted(f.parameters["properties"]) == ["copy", "json", "model_config", "schema"]
+    assert await f.run({"json": "j", "schema": 2, "copy": [1]}, ToolContext()) == "j|2|False|[1]"
+
+
+async def test_kwargs_and_positional_only() -> None:
+    @tool
+    def f(a: int, /, b: int = 0, **rest: object) -> str:
+        """Mixed."""
+        return f"{a}|{b}|{sorted(rest.items())}"
+
+    assert await f.run({"a": "1", "z": 3}, ToolContext()) == "1|0|[('z', 3)]"
+
+
+def test_recursive_model_keeps_its_defs() -> None:
+    @tool
+    def tree(root: Node) -> str:
+        """Tree."""
+        return ""
+
+    p = tree.parameters
+    assert p["properties"]["root"] == {"$ref": "#/$defs/Node"}
+    assert p["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert "title" not in p["$defs"]["Node"]
+
+
+def test_unserialisable_default_and_unknown_type() -> None:
+    class Opaque:
+        pass
+
+    sentinel = Opaque()
+
+    @tool
+    def f(x: Opaque = sentinel, cb: Callable[[], None] | None = None) -> str:
+        """Opaque."""
+        return ""
+
+    assert f.parameters["properties"]["x"] == {}

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any
 
 from ..jsonutil import to_text
 from ..types import Event, Message
+
+if TYPE_CHECKING:
+    from .signature import SignatureModel
 
 
 @dataclass(slots=True)
@@ -65,7 +67,12 @@ class Tool:
 
 
 class FunctionTool(Tool):
-    """A Python function as a tool. Sync functions run in a worker thread; async ones are awaited."""
+    """A Python function as a tool. Sync functions run in a worker thread; async ones are awaited.
+
+    One pydantic model, built from the signature, gives both the JSON Schema the model sees and the
+    conversion of the model's arguments into the declared types (a `list[Item]` arrives as Items, a
+    `date` as a date). Arguments that do not fit become an `Error: ...` result for the model.
+    """
 
     def __init__(
         self,
@@ -76,24 +83,29 @@ class FunctionTool(Tool):
         parameters: dict[str, Any] | None = None,
         timeout: float | None = None,
     ):
+        from .signature import build_signature_model, parse_docstring  # pydantic, on first @tool only
+
         self.fn = fn
         self.name = name or fn.__name__
         doc = inspect.getdoc(fn) or ""
-        summary, param_docs = _parse_docstring(doc)
+        summary, param_docs = parse_docstring(doc)
         self.description = description if description is not None else summary
-        self.parameters = parameters if parameters is not None else schema_from_signature(fn, param_docs)
+        self._sig: SignatureModel = build_signature_model(fn, param_docs, self.name, ToolContext)
+        self.parameters = parameters if parameters is not None else self._sig.schema()
         self.timeout = timeout
         self._is_async = inspect.iscoroutinefunction(fn)
-        self._wants_ctx = "ctx" in inspect.signature(fn).parameters
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
-        kwargs = dict(args)
-        if self._wants_ctx:
-            kwargs["ctx"] = ctx
+        converted = self._sig.convert(args)
+        if isinstance(converted, str):
+            return ToolOutput(f"Error: invalid arguments for {self.name}: {converted}", True)
+        pos, kwargs = converted
+        if self._sig.ctx_param:
+            kwargs[self._sig.ctx_param] = ctx
         if self._is_async:
-            result = await self.fn(**kwargs)
+            result = await self.fn(*pos, **kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, **kwargs)
+            result = await asyncio.to_thread(self.fn, *pos, **kwargs)
         return result if isinstance(result, ToolOutput) else to_text(result)
 
 
@@ -129,106 +141,11 @@ def as_tool(obj: ToolLike) -> Tool:
 
 # --- schema from signature -------------------------------------------------------------------------
 
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
-_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Summary (text before the first section) and Google-style `Args:` descriptions."""
-    lines = doc.splitlines()
-    summary: list[str] = []
-    params: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and not _ARGS_HEADER.match(lines[i]):
-        if re.match(r"^\s*(Returns|Raises|Yields|Examples?)\s*:\s*$", lines[i]):
-            break
-        summary.append(lines[i])
-        i += 1
-    if i < len(lines) and _ARGS_HEADER.match(lines[i]):
-        i += 1
-        current = None
-        while i < len(lines):
-            line = lines[i]
-            if line.strip() and not line.startswith((" ", "\t")):
-                break
-            m = _ARG_LINE.match(line)
-            if m and (current is None or len(line) - len(line.lstrip()) <= 4):
-                current = m.group(1).lstrip("*")
-                params[current] = m.group(3).strip()
-            elif current and line.strip():
-                params[current] += " " + line.strip()
-            i += 1
-    return "\n".join(summary).strip(), params
-
 
 def schema_from_signature(fn: Callable[..., Any], docs: dict[str, str] | None = None) -> dict[str, Any]:
-    docs = docs or {}
-    sig = inspect.signature(fn)
-    try:
-        hints = get_type_hints(fn, include_extras=True)
-    except Exception:
-        hints = {}
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    for pname, p in sig.parameters.items():
-        if pname in ("ctx", "self") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        ann = hints.get(pname, p.annotation)
-        schema = type_schema(ann) if ann is not inspect.Parameter.empty else {}
-        if docs.get(pname):
-            schema = {**schema, "description": docs[pname]}
-        if p.default is inspect.Parameter.empty:
-            required.append(pname)
-        elif p.default is not None:
-            try:
-                import orjson
+    """The JSON Schema `@tool` gives `fn`'s arguments (descriptions from `docs`, else the docstring)."""
+    from .signature import build_signature_model, parse_docstring
 
-                orjson.dumps(p.default)
-                schema = {**schema, "default": p.default}
-            except TypeError:
-                pass
-        props[pname] = schema
-    out: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        out["required"] = required
-    return out
-
-
-_SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
-
-
-def type_schema(t: Any) -> dict[str, Any]:
-    import types as _types
-    import typing
-
-    if t in _SIMPLE:
-        return {"type": _SIMPLE[t]}
-    if t is type(None):
-        return {"type": "null"}
-    if t is Any:
-        return {}
-    origin = typing.get_origin(t)
-    args = typing.get_args(t)
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if origin in (typing.Union, _types.UnionType):
-        non_none = [a for a in args if a is not type(None)]
-        if len(non_none) == 1:
-            return type_schema(non_none[0])
-        return {"anyOf": [type_schema(a) for a in args]}
-    if origin in (list, tuple, set, frozenset):
-        return {"type": "array", "items": type_schema(args[0]) if args else {}}
-    if origin is dict:
-        return {"type": "object"}
-    if origin is typing.Annotated:
-        inner = type_schema(args[0])
-        desc = next((a for a in args[1:] if isinstance(a, str)), None)
-        return {**inner, "description": desc} if desc else inner
-    import enum
-
-    if isinstance(t, type) and issubclass(t, enum.Enum):
-        return {"enum": [m.value for m in t]}
-    # Dataclasses, TypedDicts, pydantic models: let pydantic describe them.
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(t).json_schema()
+    if docs is None:
+        docs = parse_docstring(inspect.getdoc(fn) or "")[1]
+    return build_signature_model(fn, docs, getattr(fn, "__name__", "tool"), ToolContext).schema()
