@@ -466,6 +466,6 @@ def test_library_warnings_go_through_the_cli_output_once(calc_agent: Path) -> No
     lines = r.stderr.splitlines()
     assert all(line.startswith("warning: ") for line in lines), lines
     assert sum("$.futureField" in line for line in lines) == 1
-    assert sum("'who' is not defined" in line for line in lines) == 1
+    assert sum("global.who is not defined" in line for line in lines) == 1
     assert sum("attempt 1/4 failed" in line for line in lines) == 1
     assert "loader.py" not in r.stderr and "UnknownFieldWarning" not in r.stderr

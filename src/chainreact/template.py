@@ -164,8 +164,12 @@ def _evaluate(text: str, ctx: TemplateContext, strict: bool, fld: str | None, wh
             except ExprError as e:
                 raise _error(e, ctx, fld, src, pos) from None
             if value is None:
-                _warn_once(f"missing: {src}", "template '${%s}': the value is nil (undefined?); using an "
-                           "empty string", src)
+                if prog.path:
+                    _warn_once(f"missing: {src}", "template '${%s}': %s is not defined; using an empty "
+                               "string", src, prog.path)
+                else:
+                    _warn_once(f"missing: {src}", "template '${%s}': the value is nil; using an empty string",
+                               src)
             if single is not None:
                 return "" if value is None else value
             piece = to_string(value)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from .ast import Member, Name
 from .compiler import ERROR, KEEP, NIL, STRICT, Compiler, Fn, Scope
 from .errors import ExprError, ExprSyntaxError
 from .parser import parse
@@ -23,11 +24,12 @@ def mode_of(undefined: str) -> int:
 class Program:
     """One compiled expression. Immutable and thread-safe: every run gets its own scope."""
 
-    __slots__ = ("_fn", "source")
+    __slots__ = ("_fn", "path", "source")
 
-    def __init__(self, source: str, fn: Fn) -> None:
+    def __init__(self, source: str, fn: Fn, path: str | None = None) -> None:
         self.source = source
         self._fn = fn
+        self.path = path  # `global.a.b` when the expression is just a name or a member chain
 
     def __repr__(self) -> str:
         return f"Program({self.source!r})"
@@ -61,6 +63,7 @@ def compile_expr(source: str) -> Program:
         raise ExprSyntaxError("empty expression", expression=source, position=0)
     try:
         node = parse(src)
-        return Program(src, Compiler(src).compile(node))
+        path = node.name if isinstance(node, Name) else node.path if isinstance(node, Member) else None
+        return Program(src, Compiler(src).compile(node), path)
     except RecursionError:
         raise ExprSyntaxError("expression nested too deeply", expression=src, position=0) from None
