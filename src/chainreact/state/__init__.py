@@ -1,0 +1,66 @@
+"""State: conversations, long-term memory, run checkpoints and event logs, in SQLite or PostgreSQL.
+
+    from chainreact.state import open_store
+    async with await open_store("sqlite:///.chainreact/state.db") as store:
+        await store.append("session-1", [user("hi")])
+
+The URL comes from the keyword, else $CHAINREACT_STATE, else the document's `state` key, else
+`sqlite:///.chainreact/state.db`. See docs/state.md.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    GLOBAL,
+    MEMORY_TYPES,
+    RUN_STATUSES,
+    MemoryEntry,
+    RunEvent,
+    RunRecord,
+    SessionInfo,
+    Store,
+    StoreInfo,
+)
+from .errors import RunConflictError, RunNotFoundError, StateConnectionError, StateError, StateSchemaError
+from .url import ENV_VAR, mask_url, parse_url, resolve_url
+
+
+async def open_store(url: str | None = None, *, document: str | None = None, migrate: bool = True,
+                     create: bool | None = None) -> Store:
+    """Open (and by default migrate) the store at `url`; see `resolve_url` for where the URL comes from.
+
+    `migrate=False` opens without changing the schema (for `chainreact state info`); a store whose schema
+    is older than this chainreact's then fails on use, so normal callers keep the default. `create`
+    (default: as `migrate`) says whether a missing SQLite file may be created.
+    """
+    parsed = parse_url(resolve_url(url, document=document))
+    if parsed.backend == "postgres":
+        from .postgres import PostgresStore
+
+        return await PostgresStore.open(parsed, migrate=migrate)
+    from .sqlite import SQLiteStore
+
+    return await SQLiteStore.open(parsed, migrate=migrate, create=migrate if create is None else create)
+
+
+__all__ = [
+    "ENV_VAR",
+    "GLOBAL",
+    "MEMORY_TYPES",
+    "RUN_STATUSES",
+    "MemoryEntry",
+    "RunConflictError",
+    "RunEvent",
+    "RunNotFoundError",
+    "RunRecord",
+    "SessionInfo",
+    "StateConnectionError",
+    "StateError",
+    "StateSchemaError",
+    "Store",
+    "StoreInfo",
+    "mask_url",
+    "open_store",
+    "parse_url",
+    "resolve_url",
+]

@@ -1,0 +1,411 @@
+"""The embedded backend: the standard library's sqlite3 on one worker thread, WAL mode.
+
+One connection per store, used only from its own thread, so async callers never block the event loop
+and never share a connection across threads. Writes take the database lock up front (BEGIN IMMEDIATE),
+so concurrent writers in other processes wait (busy_timeout) instead of failing half-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .base import MemoryEntry, MessageRow, RunEvent, RunRecord, SessionInfo, Store
+from .codec import loads
+from .errors import RunConflictError, StateError, StateSchemaError
+from .migrations import LATEST, SCHEMA_TABLE_SQLITE, pending
+from .url import StoreURL
+
+T = TypeVar("T")
+
+# PRAGMA application_id marks the file as ours ("CRst"): a SQLite file with tables and another id is
+# someone else's database, and we refuse it rather than add our tables to it.
+APPLICATION_ID = 0x43527374
+_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SQLiteStore(Store):
+    backend = "sqlite"
+
+    def __init__(self, url: StoreURL):
+        super().__init__(url)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chainreact-sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    async def open(cls, url: StoreURL, *, migrate: bool = True, create: bool = True) -> SQLiteStore:
+        store = cls(url)
+        try:
+            await store._call(store._open_sync, create)
+            if migrate:
+                await store.migrate()
+            else:
+                await store._check_version()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        self._executor.shutdown(wait=False)
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, partial(fn, *args))
+        except sqlite3.OperationalError as e:  # locked past busy_timeout, disk full, read-only file ...
+            raise StateError(f"state store {self.url.masked}: {e}") from None
+        except sqlite3.DatabaseError as e:
+            raise StateSchemaError(f"state store {self.url.masked}: {self.url.path} cannot be read as a "
+                                   f"SQLite database ({e}); it may be corrupt: move it away or restore a "
+                                   "backup") from None
+
+    @property
+    def _c(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StateError(f"the state store {self.url.masked} is closed")
+        return self._conn
+
+    def _open_sync(self, create: bool) -> None:
+        path = self.url.path
+        where = f"state store {self.url.masked}"
+        if path != ":memory:":
+            p = Path(path)
+            if not create and not p.exists():
+                raise StateError(f"{where}: there is no store at {path} yet (it is created on first use, or "
+                                 "by `chainreact state migrate`)")
+            if p.is_dir():
+                raise StateSchemaError(f"{where}: {path} is a directory, not a SQLite file")
+            if p.exists() and p.stat().st_size > 0:
+                with p.open("rb") as f:
+                    if f.read(16) != _HEADER:
+                        raise StateSchemaError(
+                            f"{where}: {path} is not a SQLite database (corrupt, or another kind of file); "
+                            "move it away or point CHAINREACT_STATE elsewhere")
+            p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as e:
+            raise StateError(f"{where}: cannot open {path} ({e})") from None
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            if app_id != APPLICATION_ID:
+                tables = [r[0] for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name")]
+                if tables:
+                    shown = ", ".join(tables[:5]) + (" ..." if len(tables) > 5 else "")
+                    raise StateSchemaError(
+                        f"{where}: {path} is a SQLite database that chainreact did not create (tables: "
+                        f"{shown}); refusing to use it. Give the store its own file.")
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            # WAL: readers never wait for the writer. synchronous=NORMAL is safe against process crashes
+            # in WAL mode (a power loss can lose the last commits, never corrupt the file).
+            if path != ":memory:":
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StateError(f"{where}: could not switch {path} to WAL mode (got {mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise StateSchemaError(f"{where}: {path} cannot be read as a SQLite database ({e}); it may be "
+                                   "corrupt: move it away or restore a backup") from None
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        c = self._c
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            yield c
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        c.execute("COMMIT")
+
+    # ------------------------------------------------------------------ schema
+
+    def _version_sync(self) -> int:
+        c = self._c
+        if not c.execute("SELECT 1 FROM sqlite_master WHERE name = 'chainreact_schema'").fetchone():
+            return 0
+        return int(c.execute("SELECT coalesce(max(version), 0) FROM chainreact_schema").fetchone()[0])
+
+    async def schema_version(self) -> int:
+        return await self._call(self._version_sync)
+
+    async def _check_version(self) -> int:
+        version = await self.schema_version()
+        if version > LATEST:
+            raise StateSchemaError(
+                f"state store {self.url.masked}: schema version {version} is newer than this chainreact "
+                f"knows ({LATEST}); upgrade chainreact")
+        return version
+
+    def _migrate_sync(self) -> list[int]:
+        applied = []
+        with self._write() as c:
+            c.execute(SCHEMA_TABLE_SQLITE)
+            current = self._version_sync()
+            if current > LATEST:
+                raise StateSchemaError(
+                    f"state store {self.url.masked}: schema version {current} is newer than this chainreact "
+                    f"knows ({LATEST}); upgrade chainreact")
+            for m in pending(current):
+                for stmt in m.sqlite:
+                    c.execute(stmt)
+                c.execute("INSERT INTO chainreact_schema (version, name, applied_at) VALUES (?, ?, ?)",
+                          (m.version, m.name, time.time()))
+                applied.append(m.version)
+        return applied
+
+    async def migrate(self) -> list[int]:
+        return await self._call(self._migrate_sync)
+
+    def _counts_sync(self) -> dict[str, int]:
+        c = self._c
+        return {t: int(c.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
+                for t in ("sessions", "messages", "memories", "runs", "run_events")}
+
+    async def _counts(self) -> dict[str, int]:
+        return await self._call(self._counts_sync)
+
+    # ------------------------------------------------------------------ conversations
+
+    def _append_sync(self, session: str, rows: list[MessageRow], now: float) -> int:
+        n = len(rows)
+        tokens = sum(r.tokens for r in rows)
+        with self._write() as c:
+            last, total = c.execute(
+                "INSERT INTO sessions (session_key, last_seq, total_tokens, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_key) DO UPDATE SET "
+                "last_seq = sessions.last_seq + excluded.last_seq, "
+                "total_tokens = sessions.total_tokens + excluded.total_tokens, updated_at = "
+                "excluded.updated_at "
+                "RETURNING last_seq, total_tokens", (session, n, tokens, now, now)).fetchone()
+            seq, before = last - n, total - tokens
+            params = []
+            for r in rows:
+                seq += 1
+                params.append((session, seq, r.role, before, r.data, now))
+                before += r.tokens
+            c.executemany("INSERT INTO messages (session_key, seq, role, tokens_before, data, created_at) "
+                          "VALUES (?, ?, ?, ?, ?, ?)", params)
+        return int(last)
+
+    async def _append(self, session: str, rows: list[MessageRow], now: float) -> int:
+        return await self._call(self._append_sync, session, rows, now)
+
+    async def _last_seq(self, session: str) -> int:
+        def run() -> int:
+            row = self._c.execute("SELECT last_seq FROM sessions WHERE session_key = ?",
+                                  (session,)).fetchone()
+            return int(row[0]) if row else 0
+        return await self._call(run)
+
+    def _tail_sync(self, session: str, last: int | None, max_tokens: int | None) -> list[str]:
+        sql = "SELECT data FROM messages WHERE session_key = ?"
+        params: list[Any] = [session]
+        if max_tokens is not None:
+            sql += (" AND tokens_before >= (SELECT total_tokens FROM sessions WHERE session_key = ?) - ?")
+            params += [session, max_tokens]
+        if last is None:
+            return [r[0] for r in self._c.execute(sql + " ORDER BY seq", params)]
+        rows = [r[0] for r in self._c.execute(sql + " ORDER BY seq DESC LIMIT ?", [*params, last])]
+        rows.reverse()
+        return rows
+
+    async def _tail(self, session: str, last: int | None, max_tokens: int | None) -> list[str]:
+        return await self._call(self._tail_sync, session, last, max_tokens)
+
+    _SESSION_COLS = "session_key, last_seq, total_tokens, created_at, updated_at"
+
+    @staticmethod
+    def _session(row: Any) -> SessionInfo:
+        return SessionInfo(row[0], int(row[1]), int(row[2]), float(row[3]), float(row[4]))
+
+    async def sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        def run() -> list[SessionInfo]:
+            rows = self._c.execute(f"SELECT {self._SESSION_COLS} FROM sessions "
+                                   "ORDER BY updated_at DESC, session_key LIMIT ? OFFSET ?", (limit, offset))
+            return [self._session(r) for r in rows]
+        return await self._call(run)
+
+    async def session_info(self, session: str) -> SessionInfo | None:
+        def run() -> SessionInfo | None:
+            row = self._c.execute(f"SELECT {self._SESSION_COLS} FROM sessions WHERE session_key = ?",
+                                  (session,)).fetchone()
+            return self._session(row) if row else None
+        return await self._call(run)
+
+    async def delete_session(self, session: str) -> bool:
+        def run() -> bool:
+            with self._write() as c:
+                c.execute("DELETE FROM messages WHERE session_key = ?", (session,))
+                return c.execute("DELETE FROM sessions WHERE session_key = ?", (session,)).rowcount > 0
+        return await self._call(run)
+
+    # ------------------------------------------------------------------ long-term memory
+
+    _MEMORY_COLS = "m.id, m.text, m.scope, m.type, m.metadata, m.created_at, m.namespace"
+
+    @staticmethod
+    def _memory(row: Any, score: float | None = None) -> MemoryEntry:
+        return MemoryEntry(int(row[0]), row[1], row[2], row[3], loads(row[4]), float(row[5]), row[6], score)
+
+    async def _remember(self, entry: MemoryEntry, metadata_json: str) -> int:
+        def run() -> int:
+            with self._write() as c:
+                cur = c.execute("INSERT INTO memories (namespace, scope, type, text, metadata, created_at) "
+                                "VALUES (?, ?, ?, ?, ?, ?)", (entry.namespace, entry.scope, entry.type,
+                                                              entry.text, metadata_json, entry.created_at))
+                return int(cur.lastrowid or 0)
+        return await self._call(run)
+
+    @staticmethod
+    def _filters(scopes: list[str] | None, type: str | None, namespace: str | None) -> tuple[str, list[Any]]:
+        where, params = [], []
+        if scopes is not None:
+            where.append(f"m.scope IN ({', '.join('?' * len(scopes))})")
+            params += scopes
+        if type is not None:
+            where.append("m.type = ?")
+            params.append(type)
+        if namespace is not None:
+            where.append("m.namespace = ?")
+            params.append(namespace)
+        return "".join(f" AND {w}" for w in where), params
+
+    async def _recall(self, words: list[str], k: int, scopes: list[str] | None, type: str | None,
+                      namespace: str | None) -> list[MemoryEntry]:
+        cond, params = self._filters(scopes, type, namespace)
+
+        def run() -> list[MemoryEntry]:
+            if not words:
+                rows = self._c.execute(f"SELECT {self._MEMORY_COLS} FROM memories m WHERE 1 = 1{cond} "
+                                       "ORDER BY m.id DESC LIMIT ?", [*params, k])
+                return [self._memory(r) for r in rows]
+            # Each word quoted: the user's text is never FTS5 query syntax. OR: any word may match,
+            # bm25 ranks the entries matching more (and rarer) words first.
+            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+            rows = self._c.execute(
+                f"SELECT {self._MEMORY_COLS}, bm25(memories_fts) AS rank FROM memories_fts "
+                f"JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?{cond} "
+                "ORDER BY rank, m.id DESC LIMIT ?", [match, *params, k])
+            return [self._memory(r, -float(r[7])) for r in rows]
+        return await self._call(run)
+
+    async def _forget(self, memory_id: int | None, scope: str | None, namespace: str | None) -> int:
+        def run() -> int:
+            sql, params = "DELETE FROM memories WHERE 1 = 1", []
+            for col, v in (("id", memory_id), ("scope", scope), ("namespace", namespace)):
+                if v is not None:
+                    sql += f" AND {col} = ?"
+                    params.append(v)
+            with self._write() as c:
+                return c.execute(sql, params).rowcount
+        return await self._call(run)
+
+    async def memories(self, *, scope: str | None = None, type: str | None = None,
+                       namespace: str | None = None, limit: int = 100) -> list[MemoryEntry]:
+        cond, params = self._filters([scope] if scope is not None else None, type, namespace)
+
+        def run() -> list[MemoryEntry]:
+            rows = self._c.execute(f"SELECT {self._MEMORY_COLS} FROM memories m WHERE 1 = 1{cond} "
+                                   "ORDER BY m.id DESC LIMIT ?", [*params, limit])
+            return [self._memory(r) for r in rows]
+        return await self._call(run)
+
+    # ------------------------------------------------------------------ runs
+
+    async def _save_run(self, run_id: str, data: str, status: str, agent: str | None, session: str | None,
+                        expect_version: int | None, now: float) -> int:
+        def run() -> int:
+            with self._write() as c:
+                row = c.execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                current = int(row[0]) if row else 0
+                if expect_version is not None and current != expect_version:
+                    raise RunConflictError(f"run {run_id!r}: checkpoint version is {current}, expected "
+                                           f"{expect_version} (another process saved it); nothing saved")
+                c.execute(
+                    "INSERT INTO runs (run_id, status, version, snapshot, agent, session_key, created_at, "
+                    "updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+                    "status = excluded.status, version = runs.version + 1, snapshot = excluded.snapshot, "
+                    "agent = coalesce(excluded.agent, runs.agent), "
+                    "session_key = coalesce(excluded.session_key, runs.session_key), "
+                    "updated_at = excluded.updated_at", (run_id, status, data, agent, session, now, now))
+                return current + 1
+        return await self._call(run)
+
+    _RUN_COLS = "run_id, status, version, agent, session_key, last_event_id, created_at, updated_at"
+
+    @staticmethod
+    def _run(row: Any, snapshot: Any = None) -> RunRecord:
+        return RunRecord(row[0], row[1], int(row[2]), snapshot, row[3], row[4], int(row[5]), float(row[6]),
+                         float(row[7]))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        def run() -> RunRecord | None:
+            row = self._c.execute(f"SELECT {self._RUN_COLS}, snapshot FROM runs WHERE run_id = ?",
+                                  (run_id,)).fetchone()
+            if row is None:
+                return None
+            return self._run(row, loads(row[8]) if row[8] is not None else None)
+        return await self._call(run)
+
+    async def runs(self, *, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+        def run() -> list[RunRecord]:
+            sql, params = f"SELECT {self._RUN_COLS} FROM runs", []
+            if status is not None:
+                sql += " WHERE status = ?"
+                params.append(status)
+            rows = self._c.execute(sql + " ORDER BY updated_at DESC, run_id LIMIT ?", [*params, limit])
+            return [self._run(r) for r in rows]
+        return await self._call(run)
+
+    async def delete_run(self, run_id: str) -> bool:
+        def run() -> bool:
+            with self._write() as c:
+                c.execute("DELETE FROM run_events WHERE run_id = ?", (run_id,))
+                return c.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount > 0
+        return await self._call(run)
+
+    async def _append_events(self, run_id: str, rows: list[tuple[str, str]], now: float) -> int:
+        def run() -> int:
+            n = len(rows)
+            with self._write() as c:
+                last = int(c.execute(
+                    "INSERT INTO runs (run_id, status, last_event_id, created_at, updated_at) "
+                    "VALUES (?, 'running', ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+                    "last_event_id = runs.last_event_id + excluded.last_event_id, "
+                    "updated_at = excluded.updated_at RETURNING last_event_id",
+                    (run_id, n, now, now)).fetchone()[0])
+                c.executemany("INSERT INTO run_events (run_id, event_id, type, data, created_at) "
+                              "VALUES (?, ?, ?, ?, ?)",
+                              [(run_id, last - n + 1 + i, t, d, now) for i, (t, d) in enumerate(rows)])
+            return last
+        return await self._call(run)
+
+    async def _events(self, run_id: str, after: int, limit: int | None) -> list[RunEvent]:
+        def run() -> list[RunEvent]:
+            rows = self._c.execute(
+                "SELECT event_id, type, data, created_at FROM run_events WHERE run_id = ? AND event_id > ? "
+                "ORDER BY event_id LIMIT ?", (run_id, after, -1 if limit is None else limit))
+            return [RunEvent(run_id, int(r[0]), r[1], loads(r[2]), float(r[3])) for r in rows]
+        return await self._call(run)
