@@ -19,6 +19,9 @@ EXPECTED = {
     "agent_middleware.py": ["Error: delete_file is not allowed here", "model attempt on"],
     "agent_cancel.py": ["cancel outcome: cancelled", "stop_reason: cancelled", "Resumed"],
     "agent_as_tool.py": ["[boss/researcher] Paris", "[boss]  researcher"],
+    "state_basic.py": ["last 2 -> ['assistant']", "last 3 -> ['assistant', 'tool', 'assistant']",
+                       "recall -> The user prefers window seats", "still to run ['ask_user']",
+                       "events after 1 -> ['interrupted']"],
 }
 
 

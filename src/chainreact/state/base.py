@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -330,6 +330,27 @@ class Store(abc.ABC):
         """The run's events with id > `after`, in id order."""
         _key("run id", run_id)
         return await self._events(run_id, after, limit)
+
+    async def follow_events(self, run_id: str, *, after: int = 0, poll: float = 0.1,
+                            until_done: bool = True) -> AsyncIterator[RunEvent]:
+        """Yield the run's events after `after` as they are appended (polling every `poll` s); with
+        `until_done`, stop once the run's status is done, failed or cancelled and no event is left.
+        For SSE: pass the client's Last-Event-ID as `after`."""
+        import asyncio
+
+        while True:
+            batch = await self.events(run_id, after=after, limit=500)
+            for ev in batch:
+                after = ev.id
+                yield ev
+            if batch:
+                continue
+            if until_done:
+                rec = await self.get_run(run_id)
+                if rec is not None and rec.status in ("done", "failed", "cancelled") \
+                        and rec.last_event_id <= after:
+                    return
+            await asyncio.sleep(poll)
 
     @abc.abstractmethod
     async def _save_run(self, run_id: str, data: str, status: str, agent: str | None, session: str | None,

@@ -1,0 +1,86 @@
+"""The run snapshot format (format 1) and following a run's events; both backends."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from chainreact.state import StateError, Store
+from chainreact.state.checkpoint import (
+    Question,
+    RunSnapshot,
+    ToolOutcome,
+    load_snapshot,
+    save_snapshot,
+)
+from chainreact.types import Message, ToolCall
+from chainreact.types.messages import tool_result, user
+
+
+def interrupted() -> RunSnapshot:
+    calls = [ToolCall("c1", "weather", '{"city": "Lyon"}'),
+             ToolCall("c2", "ask_user", '{"question": "Unit?"}'),
+             ToolCall("c3", "delete_file", '{"path": "/tmp/x"}')]
+    return RunSnapshot(
+        run_id="run-7", status="interrupted", step=1, agent="helper", session="s1",
+        messages=[user("weather in Lyon?"), Message("assistant", None, calls, reasoning="three calls"),
+                  tool_result("c1", "21C", name="weather")],
+        pending_tool_calls=calls,
+        completed_tool_results={"c1": ToolOutcome("21C")},
+        questions=[Question("c2", "ask_user", "Unit?", {"type": "string", "enum": ["C", "F"]}),
+                   Question("c3", "approval", "Allow delete_file?", tool="delete_file",
+                            arguments='{"path": "/tmp/x"}')],
+        extra={"usage": {"total_tokens": 12}},
+    )
+
+
+async def test_snapshot_round_trip_through_the_store(store: Store) -> None:
+    snap = interrupted()
+    assert await save_snapshot(store, snap) == 1
+    loaded, version = await load_snapshot(store, "run-7")
+    assert loaded == snap and version == 1
+    assert [c.id for c in loaded.calls_to_run] == ["c2", "c3"]  # c1 completed: never run again
+    rec = await store.load_run("run-7")
+    assert (rec.status, rec.agent, rec.session) == ("interrupted", "helper", "s1")
+    loaded.status = "done"
+    assert await save_snapshot(store, loaded, expect_version=1) == 2
+
+
+async def test_events_only_run_has_no_snapshot(store: Store) -> None:
+    await store.append_event("r", "run_start")
+    with pytest.raises(StateError, match="has no checkpoint yet"):
+        await load_snapshot(store, "r")
+
+
+@pytest.mark.parametrize(("mutate", "path"), [
+    (lambda d: d.update(format=2), r"\$\.format"),
+    (lambda d: d.update(run_id=""), r"\$\.run_id"),
+    (lambda d: d.update(status="paused"), r"\$\.status"),
+    (lambda d: d.update(step=-1), r"\$\.step"),
+    (lambda d: d["messages"].append({"content": "no role"}), r"\$\.messages\[3\]"),
+    (lambda d: d["pending_tool_calls"].append({"id": 1}), r"\$\.pending_tool_calls\[3\]"),
+    (lambda d: d["completed_tool_results"].update(c9=5), r"\$\.completed_tool_results\['c9'\]"),
+    (lambda d: d["questions"].append({"id": "q", "kind": "vote"}), r"\$\.questions\[2\]"),
+    (lambda d: d.update(extra=[]), r"\$\.extra"),
+])
+def test_malformed_snapshot_names_the_path(mutate: object, path: str) -> None:
+    data = interrupted().to_dict()
+    mutate(data)  # type: ignore[operator]
+    with pytest.raises(StateError, match=path):
+        RunSnapshot.from_dict(data)
+
+
+async def test_follow_events_streams_until_the_run_ends(store: Store) -> None:
+    await store.append_event("r", "run_start")
+
+    async def writer() -> None:
+        for i in range(5):
+            await asyncio.sleep(0.01)
+            await store.append_event("r", "delta", {"i": i})
+        await store.save_run("r", {"done": True}, status="done")
+
+    task = asyncio.create_task(writer())
+    seen = [(e.id, e.type) async for e in store.follow_events("r", after=1, poll=0.01)]
+    await task
+    assert seen == [(i + 2, "delta") for i in range(5)]
