@@ -28,12 +28,13 @@ class FakeTime:
 
 
 class Harness:
-    def __init__(self, cfg: dict[str, Any]) -> None:
+    def __init__(self, cfg: dict[str, Any], client_kw: dict[str, Any] | None = None) -> None:
         self.time = FakeTime()
         self.events: list[ClientEvent] = []
         self.cfg = AgentConfig.model_validate(cfg)
         self.client = ModelClient.from_config(self.cfg, clock=self.time.clock, sleep=self.time.sleep,
-                                              rng=lambda: 0.0, retry_policy=RetryPolicy(base_delay=0.25))
+                                              rng=lambda: 0.0, retry_policy=RetryPolicy(base_delay=0.25),
+                                              **(client_kw or {}))
 
     async def run(self, prompt: str = "hi", *, stream: bool = False, **kw: Any
                   ) -> tuple[list[StreamItem], ModelResponse]:
@@ -53,8 +54,8 @@ class Harness:
 async def harness() -> AsyncIterator[Any]:
     made: list[Harness] = []
 
-    def factory(**cfg: Any) -> Harness:
-        h = Harness(cfg)
+    def factory(client_kw: dict[str, Any] | None = None, **cfg: Any) -> Harness:
+        h = Harness(cfg, client_kw)
         made.append(h)
         return h
 

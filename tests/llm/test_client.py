@@ -65,8 +65,10 @@ async def test_max_retries_zero_means_one_attempt(harness: Any) -> None:
         assert len(srv.chat_requests) == 1
 
 
-@pytest.mark.parametrize("header,expected", [("7", 7.0), ("100000", 60.0)])
-async def test_retry_after_honoured_and_capped(harness: Any, header: str, expected: float) -> None:
+@pytest.mark.parametrize("header,expected", [("7", 7.0), ("120", 60.0), ("nan", 0.25), ("-5", 0.25),
+                                             ("inf", 0.25)])
+async def test_retry_after_honoured_capped_and_junk_ignored(harness: Any, header: str, expected: float
+                                                            ) -> None:
     async with FakeLLM([{"status": 429, "headers": {"Retry-After": header}}, {"text": "ok"}]) as srv:
         h = harness(url=srv.url, model="m")
         await h.run()

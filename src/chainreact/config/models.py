@@ -85,6 +85,9 @@ class Timeouts(_Model):
 
     connect: float = Field(10.0, gt=0, le=86400, allow_inf_nan=False)
     read: float = Field(300.0, gt=0, le=86400, allow_inf_nan=False)
+    total: float = Field(600.0, ge=0, le=86400, allow_inf_nan=False,
+                         description="One model call's deadline per endpoint: all attempts, backoff waits "
+                         "and the whole stream; 0 = the default, 600.")
 
 
 class FailoverEndpoint(_Model):

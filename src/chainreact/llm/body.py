@@ -15,11 +15,13 @@ import orjson
 from chainreact.errors import EmptyResponseError, MalformedResponseError
 from chainreact.types import ModelResponse, ReasoningChunk, StreamItem, TextChunk, ToolCallChunk
 
-from .parse import StreamAssembler, loads, parse_completion, stream_error
+from .parse import StreamAssembler, as_malformed, loads, parse_completion, stream_error
 from .sse import SSEDecoder
 
 _DONE = b"[DONE]"
 _WS = b" \t\r\n\xef\xbb\xbf"  # whitespace and a UTF-8 BOM
+_HEAD = 300  # bytes of a body shown when it is not a completion
+_SSE_STARTS = (b"data", b"event", b":", b"id", b"retry")
 
 
 def response_items(resp: ModelResponse) -> list[StreamItem]:
@@ -52,17 +54,28 @@ class BodyParser:
     `finish()` returns the ModelResponse. Raises ModelError subclasses for error objects, malformed
     JSON, an empty body or a stream without finish_reason."""
 
-    __slots__ = ("_asm", "_done", "_endpoint", "_json", "_mode", "_sse")
+    __slots__ = ("_asm", "_content_type", "_done", "_endpoint", "_head", "_json", "_mode", "_sse", "_status")
 
-    def __init__(self, endpoint: str = "") -> None:
+    def __init__(self, endpoint: str = "", *, status: int = 200, content_type: str = "") -> None:
         self._endpoint = endpoint
+        self._status = status
+        self._content_type = content_type
         self._mode = 0  # 0 = undecided, 1 = SSE, 2 = JSON document
         self._sse = SSEDecoder()
         self._asm = StreamAssembler(endpoint)
         self._json: list[bytes] = []
         self._done = False
+        self._head = b""  # the body's first bytes, to show when it is not a completion at all
 
     def feed(self, chunk: bytes, out: list[StreamItem]) -> None:
+        """Raises ModelError subclasses only: a shape the parser did not expect is a retryable
+        MalformedResponseError, never a raw TypeError/AttributeError."""
+        try:
+            self._feed(chunk, out)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            raise as_malformed(e, self._endpoint) from e
+
+    def _feed(self, chunk: bytes, out: list[StreamItem]) -> None:
         if self._mode == 1:
             if not self._done:
                 self._events(self._sse.feed(chunk), out)
@@ -75,6 +88,7 @@ class BodyParser:
             self._json.append(chunk)  # leading blank lines: undecided yet
             return
         head = stripped[:1]
+        self._head = stripped[:_HEAD]
         if head in (b"{", b"["):
             self._mode = 2
             self._json.append(chunk)
@@ -107,20 +121,45 @@ class BodyParser:
                 asm.feed(obj, out)
 
     def finish(self, out: list[StreamItem] | None = None) -> ModelResponse:
+        try:
+            return self._finish(out)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            raise as_malformed(e, self._endpoint) from e
+
+    def _what(self) -> str:
+        ct = self._content_type.split(";")[0].strip()
+        return f"HTTP {self._status}" + (f" ({ct})" if ct else " (no content type)")
+
+    def _not_a_completion(self, excerpt: bytes) -> MalformedResponseError:
+        shown = excerpt[:_HEAD].decode("utf-8", "replace")
+        return MalformedResponseError(
+            f"{self._endpoint}: {self._what()} but the body is not a chat completion: {shown!r} (is `url` "
+            "the API base, e.g. https://host/v1, and not a web page or proxy?)",
+            endpoint=self._endpoint, retryable=True, status=self._status, body=shown,
+        )
+
+    def _finish(self, out: list[StreamItem] | None) -> ModelResponse:
         if self._mode == 1:
             if not self._done:
                 events = self._sse.close()
                 if events:
                     extra: list[StreamItem] = []
                     self._events(events, extra if out is None else out)
+            if self._asm.chunks == 0 and not self._done and not self._head.startswith(_SSE_STARTS):
+                raise self._not_a_completion(self._head)  # e.g. an HTML page served with 200
             return self._asm.finish()
         body = b"".join(self._json)
         if not body.strip(_WS):
             raise EmptyResponseError(
-                f"{self._endpoint}: HTTP 200 with an empty body (expected a chat completion)",
+                f"{self._endpoint}: {self._what()} with an empty body (expected a chat completion)",
                 endpoint=self._endpoint, retryable=True,
             )
-        return parse_completion(loads(body, self._endpoint), self._endpoint)
+        obj = loads(body, self._endpoint)
+        if isinstance(obj, list) and obj and isinstance(obj[0], dict) and obj[0].get("error") is not None:
+            obj = obj[0]  # Gemini wraps errors in a one-element list
+        if not isinstance(obj, dict) or ("choices" not in obj and obj.get("error") is None):
+            raise self._not_a_completion(body.strip(_WS))
+        return parse_completion(obj, self._endpoint)
 
     @property
     def streamed(self) -> bool:

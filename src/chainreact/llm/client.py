@@ -2,12 +2,13 @@
 
 Layering of one call, outer to inner: failover (and the breaker) -> retries -> the caller's `wrap`
 middleware -> one HTTP attempt. Every retry, failover and breaker transition goes to `on_event` and to
-the `chainreact.llm` logger.
+the `chainreact.llm` logger. After the configured backups, `get_failover_model` may name more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import random
 import time
@@ -15,8 +16,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainreact.config import AgentConfig, Compat, ModelParams, Timeouts, is_local_url
-from chainreact.errors import ChainreactError, ModelError
+from chainreact.config import AgentConfig, Compat, FailoverEndpoint, ModelParams, Timeouts, is_local_url
+from chainreact.errors import ChainreactError, ConfigError, ModelError
 from chainreact.types import (
     BreakerEvent,
     ClientEvent,
@@ -27,6 +28,7 @@ from chainreact.types import (
 )
 
 from .breaker import CircuitBreaker, Transition, get_breaker
+from .decode import MAX_RESPONSE_BYTES
 from .http import HttpEndpoint
 from .images import resolve_images
 from .request import ModelRequest
@@ -35,8 +37,12 @@ from .retry import ModelFn, RetryPolicy, Sleep, with_retries
 log = logging.getLogger("chainreact.llm")
 
 _PARAM_FIELDS = frozenset(ModelParams.model_fields)
-# Errors after which a backup is tried: the endpoint is down (retries exhausted) or refuses us.
-_FAILOVER_STATUS = frozenset({401, 403})
+# Errors after which a backup is tried: the endpoint is down (retries exhausted) or refuses us, or it
+# redirects the request elsewhere (refused: see HttpEndpoint._send).
+_FAILOVER_STATUS = frozenset({401, 403, 301, 302, 303, 307, 308})
+DEFAULT_TOTAL = 600.0
+MAX_DYNAMIC_FAILOVERS = 4  # get_failover_model is asked at most this often per call
+ErrorPredicate = Callable[[ModelError], bool]
 
 
 @dataclass(slots=True)
@@ -62,8 +68,17 @@ def merge_params(base: ModelParams, override: ModelParams | None) -> ModelParams
 class ModelClient:
     """The model client of one agent. See docs/endpoints.md.
 
-    `clock` (monotonic seconds) drives the breaker; `sleep` and `rng` drive backoff; all injectable so
-    tests need no real waiting.
+    `clock` (monotonic seconds) drives the breaker and the `timeouts.total` budget; `sleep` and `rng`
+    drive backoff; all injectable so tests need no real waiting.
+
+    Hooks (each optional; get_failover_model may be async; see docs/endpoints.md, "Retry and failover
+    hooks"):
+    - should_retry(error) -> bool: retry this failed attempt? (default: `error.retryable`)
+    - should_failover(error) -> bool: give up on this endpoint and try the next one? (default: retries
+      exhausted on a retryable error, or 401/403, or a refused redirect)
+    - get_failover_model(error) -> ModelClient | EndpointSpec | FailoverEndpoint | dict | None: asked
+      when the configured endpoints are used up and should_failover agreed; None stops. A ModelClient
+      runs with its own retries and backups, an endpoint with this client's retries.
     """
 
     def __init__(
@@ -79,6 +94,10 @@ class ModelClient:
         sleep: Sleep | None = None,
         rng: Callable[[], float] | None = None,
         retry_policy: RetryPolicy | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        should_retry: ErrorPredicate | None = None,
+        should_failover: ErrorPredicate | None = None,
+        get_failover_model: Callable[[ModelError], Any] | None = None,
     ) -> None:
         if not endpoints:
             raise ChainreactError("ModelClient needs at least one endpoint")
@@ -87,7 +106,12 @@ class ModelClient:
         self.stream_retry_mode = stream_retry_mode
         self.circuit_cooldown = circuit_cooldown or 60.0
         self.timeouts = timeouts or Timeouts()
+        self.total = getattr(self.timeouts, "total", 0.0) or DEFAULT_TOTAL
         self.retry_policy = retry_policy or RetryPolicy()
+        self.max_response_bytes = max_response_bytes
+        self.should_retry = should_retry
+        self.should_failover = should_failover
+        self.get_failover_model = get_failover_model
         self._clock = clock or time.monotonic
         self._sleep: Sleep = sleep or asyncio.sleep
         self._rng = rng or random.random
@@ -96,6 +120,7 @@ class ModelClient:
         self._resolved = not any(is_local_url(e.url) for e in endpoints)
         self._resolve_lock: asyncio.Lock | None = None
         self._breaker: tuple[EndpointSpec, CircuitBreaker] | None = None
+        self._dynamic: dict[tuple[str, str, str], EndpointSpec] = {}  # from get_failover_model
 
     @classmethod
     def from_config(
@@ -106,18 +131,22 @@ class ModelClient:
         sleep: Sleep | None = None,
         rng: Callable[[], float] | None = None,
         retry_policy: RetryPolicy | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        should_retry: ErrorPredicate | None = None,
+        should_failover: ErrorPredicate | None = None,
+        get_failover_model: Callable[[ModelError], Any] | None = None,
     ) -> ModelClient:
         """Primary endpoint + failover backups, retries, breaker and timeouts from an AgentConfig.
         `${global.x}` templates in url/key/model must already be rendered."""
         primary = EndpointSpec(cfg.url, cfg.key, cfg.model, cfg.params, cfg.compat)
         specs = [primary]
         for fo in cfg.failover:
-            params = merge_params(cfg.params, fo.params)
-            compat = fo.compat or Compat.model_validate({})
-            specs.append(EndpointSpec(fo.url, fo.key, fo.model or cfg.model, params, compat))
+            specs.append(_backup_spec(fo, primary))
         return cls(specs, max_retries=cfg.maxRetries, stream_retry_mode=cfg.streamRetryMode,
                    circuit_cooldown=cfg.circuitCooldownSec or 60, images=cfg.images, timeouts=cfg.timeouts,
-                   clock=clock, sleep=sleep, rng=rng, retry_policy=retry_policy)
+                   clock=clock, sleep=sleep, rng=rng, retry_policy=retry_policy,
+                   max_response_bytes=max_response_bytes, should_retry=should_retry,
+                   should_failover=should_failover, get_failover_model=get_failover_model)
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -133,7 +162,7 @@ class ModelClient:
         return self._breaker[1]
 
     async def aclose(self) -> None:
-        for spec in self.endpoints:
+        for spec in [*self.endpoints, *self._dynamic.values()]:
             if spec.http is not None:
                 await spec.http.aclose()
                 spec.http = None
@@ -170,7 +199,8 @@ class ModelClient:
 
     def _http(self, spec: EndpointSpec) -> HttpEndpoint:
         if spec.http is None:
-            spec.http = HttpEndpoint(spec.url, spec.key, self.timeouts)
+            spec.http = HttpEndpoint(spec.url, spec.key, self.timeouts,
+                                     max_response_bytes=self.max_response_bytes)
         return spec.http
 
     # -- calls ---------------------------------------------------------------------------------------
@@ -233,15 +263,10 @@ class ModelClient:
         try:
             for i, spec in enumerate(plan):
                 is_primary = spec is primary
-                req = self._request(spec, messages, tools, tool_choice, stream, params_override)
-                fn: ModelFn = self._http(spec).attempt
-                if wrap is not None:
-                    fn = wrap(fn)
                 delivered = False
                 try:
-                    async for item in with_retries(fn, req, max_retries=self.max_retries,
-                                                   mode=self.stream_retry_mode, policy=self.retry_policy,
-                                                   sleep=self._sleep, rng=self._rng, report=report):
+                    async for item in self._endpoint_call(spec, messages, tools, tool_choice, stream,
+                                                          params_override, wrap, report):
                         if isinstance(item, ModelResponse):
                             if is_primary and breaker is not None:
                                 verdict = True
@@ -251,20 +276,124 @@ class ModelClient:
                         delivered = True
                         yield item
                 except ModelError as e:
-                    down = e.retryable or e.status in _FAILOVER_STATUS
+                    down = self._down(e)
                     if is_primary and breaker is not None and not delivered:
                         verdict = True
                         tr = breaker.failure(probe, self._clock()) if down else breaker.abandon(probe)
                         self._breaker_event(breaker, primary, tr, report)
                     errors.append((spec.url, e))
-                    nxt = plan[i + 1] if i + 1 < len(plan) else None
-                    if delivered or not down or nxt is None:
+                    if delivered or not down:
                         raise self._final_error(errors) from e
+                    nxt = plan[i + 1] if i + 1 < len(plan) else None
+                    if nxt is None:
+                        break
                     log.warning("model endpoint %s failed (%s); failing over to %s", spec.url, e, nxt.url)
                     report(FailoverEvent(from_endpoint=spec.url, to_endpoint=nxt.url, error=str(e)))
         finally:
             if probe and not verdict and breaker is not None:
                 self._breaker_event(breaker, primary, breaker.abandon(probe), report)
+        if self.get_failover_model is not None:
+            async for item in self._dynamic_failover(errors, messages, tools, tool_choice, stream,
+                                                     params_override, wrap, on_event, report):
+                yield item
+            return
+        raise self._final_error(errors) from errors[-1][1]
+
+    def _down(self, e: ModelError) -> bool:
+        """Whether this error moves the call on to the next endpoint (and trips the primary's breaker)."""
+        if self.should_failover is not None:
+            return bool(self.should_failover(e))
+        return e.retryable or e.status in _FAILOVER_STATUS
+
+    def _endpoint_call(
+        self,
+        spec: EndpointSpec,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | dict[str, Any] | None,
+        stream: bool,
+        params_override: dict[str, Any] | None,
+        wrap: Callable[[ModelFn], ModelFn] | None,
+        report: Callable[[ClientEvent], None],
+    ) -> AsyncIterator[StreamItem]:
+        """One endpoint with its retries, inside its own `timeouts.total` budget."""
+        req = self._request(spec, messages, tools, tool_choice, stream, params_override)
+        fn: ModelFn = self._http(spec).attempt
+        if wrap is not None:
+            fn = wrap(fn)
+        return with_retries(fn, req, max_retries=self.max_retries, mode=self.stream_retry_mode,
+                            policy=self.retry_policy, sleep=self._sleep, rng=self._rng, report=report,
+                            should_retry=self.should_retry, deadline=self._clock() + self.total,
+                            clock=self._clock)
+
+    async def _dynamic_failover(
+        self,
+        errors: list[tuple[str, ModelError]],
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | dict[str, Any] | None,
+        stream: bool,
+        params_override: dict[str, Any] | None,
+        wrap: Callable[[ModelFn], ModelFn] | None,
+        on_event: Callable[[ClientEvent], None] | None,
+        report: Callable[[ClientEvent], None],
+    ) -> AsyncIterator[StreamItem]:
+        """The configured endpoints are used up: ask get_failover_model for more, until it says None."""
+        assert self.get_failover_model is not None
+        for _ in range(MAX_DYNAMIC_FAILOVERS):
+            last_url, last = errors[-1]
+            target = self.get_failover_model(last)
+            if inspect.isawaitable(target):
+                target = await target
+            if target is None:
+                break
+            items: AsyncIterator[StreamItem]
+            if isinstance(target, ModelClient):
+                name = target.endpoints[0].url
+                items = target.call(messages, tools, stream=stream, tool_choice=tool_choice,
+                                    on_event=on_event, wrap=wrap, params_override=params_override)
+            else:
+                spec = self._dynamic_spec(target)
+                name = spec.url
+                items = self._endpoint_call(spec, messages, tools, tool_choice, stream, params_override, wrap,
+                                            report)
+            log.warning("model endpoint %s failed (%s); failing over to %s (get_failover_model)", last_url,
+                        last, name)
+            report(FailoverEvent(from_endpoint=last_url, to_endpoint=name, error=str(last)))
+            delivered = False
+            try:
+                async for item in items:
+                    if isinstance(item, ModelResponse):
+                        yield item
+                        return
+                    delivered = True
+                    yield item
+            except ModelError as e:
+                errors.append((name, e))
+                if delivered or not self._down(e):
+                    raise self._final_error(errors) from e
+        raise self._final_error(errors) from errors[-1][1]
+
+    def _dynamic_spec(self, target: Any) -> EndpointSpec:
+        if isinstance(target, EndpointSpec):
+            spec = target
+        else:
+            if isinstance(target, dict):
+                try:
+                    target = FailoverEndpoint.model_validate(target)
+                except ValueError as e:
+                    raise ConfigError(f"get_failover_model returned an invalid endpoint: {e}") from None
+            if not isinstance(target, FailoverEndpoint):
+                raise ConfigError("get_failover_model must return a ModelClient, an EndpointSpec, a Failover"
+                                  f"Endpoint, a dict of its fields or None, not {type(target).__name__}")
+            spec = _backup_spec(target, self.endpoints[0])
+        key = (spec.url, spec.key, spec.model)
+        known = self._dynamic.get(key)
+        if known is None:
+            self._dynamic[key] = spec  # kept (with its warm pool) for the next call; closed by aclose
+            return spec
+        known.params, known.compat = spec.params, spec.compat
+        return known
 
     def _request(
         self,
@@ -284,7 +413,7 @@ class ModelClient:
                 params = ModelParams.model_validate({**params.model_dump(exclude_unset=False), **upd})
         return ModelRequest(messages=messages, tools=tools or None, tool_choice=tool_choice, stream=stream,
                             model=spec.model, params=params, endpoint=spec.url.rstrip("/"),
-                            compat=spec.compat, images=self._images or [], extra=extra)
+                            compat=spec.compat, images=self._images or [], extra=extra, timeout=self.total)
 
     def _breaker_event(self, breaker: CircuitBreaker, spec: EndpointSpec, tr: Transition | None,
                        report: Callable[[ClientEvent], None]) -> None:
@@ -304,6 +433,13 @@ class ModelClient:
         return type(last)(f"all {len(errors)} model endpoints failed: {summary}", status=last.status,
                           endpoint=last.endpoint, retryable=False, retry_after=last.retry_after,
                           body=last.body)
+
+
+def _backup_spec(fo: FailoverEndpoint, primary: EndpointSpec) -> EndpointSpec:
+    """A backup endpoint: model and params inherited from the primary where not given; its own compat."""
+    params = merge_params(primary.params, fo.params)
+    compat = fo.compat or Compat.model_validate({})
+    return EndpointSpec(fo.url, fo.key, fo.model or primary.model, params, compat)
 
 
 def _reporter(on_event: Callable[[ClientEvent], None] | None) -> Callable[[ClientEvent], None]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
@@ -29,6 +30,7 @@ from chainreact.errors import MalformedResponseError, ModelError
 from chainreact.types import ModelResponse, StreamItem
 
 from .body import BodyParser, response_items
+from .decode import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, BoundedDecoder
 from .parse import error_message, retryable_status
 from .request import ModelRequest, build_body
 
@@ -42,6 +44,8 @@ SHARDS = 64
 
 _MAX_BODY_KEPT = 4000
 _MAX_MESSAGE = 1000
+_MAX_ERROR_BODY = 1024 * 1024  # decoded bytes of an error body read (only the start is kept)
+_MAX_REDIRECTS = 3
 
 
 _HINTS = {
@@ -120,7 +124,7 @@ def _new_client(base_url: str, timeouts: Timeouts) -> httpx.AsyncClient:
         limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
                             max_keepalive_connections=max(1, MAX_KEEPALIVE // SHARDS),
                             keepalive_expiry=KEEPALIVE_EXPIRY),
-        follow_redirects=True,
+        follow_redirects=False,  # see HttpEndpoint._redirect: never to another origin
         trust_env=True,
     )
 
@@ -151,22 +155,32 @@ async def release_http(base_url: str, timeouts: Timeouts, loop: asyncio.Abstract
         await pool.aclose()
 
 
+def _seconds(text: str, scale: float = 1.0) -> float | None:
+    """A finite, non-negative number of seconds, or None (nan, inf, negative and junk are ignored)."""
+    try:
+        v = float(text) / scale
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
+
+
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `retry-after` as seconds or an HTTP date; None if absent."""
+    """Seconds to wait from `retry-after-ms`, or `retry-after` as seconds or an HTTP date; None if absent
+    or unusable (nan, infinite or negative values are ignored: the normal backoff applies)."""
     ms = headers.get("retry-after-ms")
     if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
+        v = _seconds(ms.strip(), 1000.0)
+        if v is not None:
+            return v
     ra = headers.get("retry-after")
     if not ra:
         return None
     ra = ra.strip()
-    try:
-        return max(0.0, float(ra))
-    except ValueError:
-        pass
+    v = _seconds(ra)
+    if v is not None:
+        return v
+    if ra[:1] in "+-0123456789.nNiI":
+        return None  # a number, but not a usable one
     try:
         when = email.utils.parsedate_to_datetime(ra)
     except (TypeError, ValueError, IndexError):
@@ -217,14 +231,30 @@ def transport_error(exc: Exception, url: str, timeouts: Timeouts) -> ModelError:
     return ModelError(f"{url}/chat/completions: {what}", endpoint=url, retryable=True)
 
 
-class HttpEndpoint:
-    """POSTs chat completions to one base URL. `attempt` is chainreact's innermost ModelFn."""
+def deadline_error(url: str, total: float | None) -> ModelError:
+    budget = f"timeouts.total={total:g}s" if total is not None else "timeouts.total"
+    return ModelError(f"{url}/chat/completions: no complete answer within the model call's deadline "
+                      f"({budget}); raise timeouts.total for very long answers", endpoint=url, retryable=True)
 
-    def __init__(self, url: str, key: str, timeouts: Timeouts) -> None:
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port)
+
+
+class HttpEndpoint:
+    """POSTs chat completions to one base URL. `attempt` is chainreact's innermost ModelFn.
+
+    `max_response_bytes` caps a response body after decompression (a larger one is a retryable
+    MalformedResponseError); `req.timeout` (what is left of `timeouts.total`) bounds the whole attempt."""
+
+    def __init__(self, url: str, key: str, timeouts: Timeouts, *,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
         self.url = url.rstrip("/")
         self.chat_url = self.url + "/chat/completions"
         self.timeouts = timeouts
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        self.max_response_bytes = max_response_bytes
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                        "Accept-Encoding": ACCEPT_ENCODING}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
         self._http: _Pool | None = None
@@ -244,37 +274,99 @@ class HttpEndpoint:
                 await release_http(self.url, self.timeouts, loop)
             del http
 
+    async def _send(self, http: httpx.AsyncClient, payload: bytes, end: float | None,
+                    loop: asyncio.AbstractEventLoop, total: float | None) -> httpx.Response:
+        """POST, following at most a few 307/308 redirects, and only within the endpoint's origin: the
+        request carries the key and the conversation, so another origin is refused, and 301/302/303
+        (which would turn the POST into a GET) too."""
+        url = httpx.URL(self.chat_url)
+        for _ in range(_MAX_REDIRECTS + 1):
+            timeout: Any = httpx.USE_CLIENT_DEFAULT
+            if end is not None:
+                left = end - loop.time()
+                if left <= 0:
+                    raise deadline_error(self.url, total)
+                if left < self.timeouts.read:
+                    timeout = httpx.Timeout(left, connect=min(self.timeouts.connect, left))
+            try:
+                resp = await http.send(http.build_request("POST", url, content=payload, headers=self.headers,
+                                                          timeout=timeout), stream=True)
+            except httpx.TimeoutException as e:
+                if end is not None and loop.time() >= end - 0.001:
+                    raise deadline_error(self.url, total) from e
+                raise transport_error(e, self.url, self.timeouts) from e
+            except httpx.HTTPError as e:
+                raise transport_error(e, self.url, self.timeouts) from e
+            if not (300 <= resp.status_code < 400 and "location" in resp.headers):
+                return resp
+            status, location = resp.status_code, resp.headers["location"]
+            await resp.aclose()
+            target = url.join(location)
+            if status not in (307, 308) or _origin(target) != _origin(url):
+                why = ("another origin" if _origin(target) != _origin(url)
+                       else "a method-changing redirect (a POST would become a GET)")
+                raise ModelError(
+                    f"{self.url}/chat/completions: HTTP {status} redirect to {str(target)[:300]} refused: "
+                    f"{why}; a model request (key and conversation) is only sent where `url` says. If the "
+                    "new address is right, put it in `url`", status=status, endpoint=self.url)
+            url = target
+        raise ModelError(f"{self.url}/chat/completions: more than {_MAX_REDIRECTS} redirects", status=status,
+                         endpoint=self.url)
+
+    async def _error_body(self, resp: httpx.Response) -> bytes:
+        """The start of an error body, decoded under a small cap (an error page can be a bomb too)."""
+        enc = resp.headers.get("content-encoding")
+        raw = BoundedDecoder.supports(enc)
+        dec = BoundedDecoder(enc if raw else None, _MAX_ERROR_BODY, self.url)
+        parts: list[bytes] = []
+        try:
+            async for chunk in (resp.aiter_raw() if raw else resp.aiter_bytes()):
+                parts.append(dec.feed(chunk))
+        except (httpx.HTTPError, ModelError):
+            pass  # keep what arrived: the status is the news
+        return b"".join(parts)
+
     async def attempt(self, req: ModelRequest) -> AsyncIterator[StreamItem]:
         """Send `req` once; yield stream items (when req.stream) and then the ModelResponse."""
         http = self._client()
         payload = orjson.dumps(build_body(req))
         url = self.url
-        try:
-            resp = await http.send(http.build_request("POST", self.chat_url, content=payload,
-                                                      headers=self.headers), stream=True)
-        except httpx.HTTPError as e:
-            raise transport_error(e, url, self.timeouts) from e
+        loop = asyncio.get_running_loop()
+        end = loop.time() + req.timeout if req.timeout is not None else None
+        resp = await self._send(http, payload, end, loop, req.timeout)
         try:
             if resp.status_code >= 300:
-                try:
-                    body = await resp.aread()
-                except httpx.HTTPError:
-                    body = b""
-                raise http_error(resp.status_code, body, resp.headers, url)
-            parser = BodyParser(url)
+                raise http_error(resp.status_code, await self._error_body(resp), resp.headers, url)
+            parser = BodyParser(url, status=resp.status_code,
+                                content_type=resp.headers.get("content-type", ""))
             out: list[StreamItem] = []
             enc = resp.headers.get("content-encoding")
-            # aiter_raw skips httpx's decoder chain when there is nothing to decode (hot path per chunk).
-            chunks = resp.aiter_raw() if not enc or enc == "identity" else resp.aiter_bytes()
+            raw = BoundedDecoder.supports(enc)
+            dec = BoundedDecoder(enc if raw else None, self.max_response_bytes, url)
+            # aiter_raw skips httpx's decoder chain (hot path per chunk); gzip/deflate are inflated by
+            # the bounded decoder instead.
+            it = (resp.aiter_raw() if raw else resp.aiter_bytes()).__aiter__()
             want_items = req.stream
+            read_timeout = self.timeouts.read
             try:
-                async for chunk in chunks:
-                    parser.feed(chunk, out)
+                while True:
+                    # Far from the deadline the read timeout bounds a silence; near it, the deadline does
+                    # (a timer per read only then: it costs CPU on the hot path).
+                    if end is None or end - loop.time() > read_timeout:
+                        chunk = await it.__anext__()
+                    else:
+                        async with asyncio.timeout_at(end):
+                            chunk = await it.__anext__()
+                    parser.feed(dec.feed(chunk), out)
                     if out:
                         if want_items:
                             for item in out:
                                 yield item
                         out.clear()
+            except StopAsyncIteration:
+                pass
+            except TimeoutError as e:
+                raise deadline_error(url, req.timeout) from e
             except httpx.HTTPError as e:
                 raise transport_error(e, url, self.timeouts) from e
             final: ModelResponse = parser.finish(out)

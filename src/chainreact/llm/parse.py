@@ -136,6 +136,34 @@ def stream_error(payload: dict[str, Any], endpoint: str) -> ModelError:
     )
 
 
+def _typename(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def shape_error(endpoint: str, path: str, value: Any, expected: str) -> MalformedResponseError:
+    """The response has the wrong shape at `path`: retryable (another attempt or a backup may answer
+    properly), with the offending value shown."""
+    shown = orjson.dumps(value, default=str).decode()
+    if len(shown) > 200:
+        shown = shown[:200] + "…"
+    return MalformedResponseError(
+        f"{endpoint}: the response is not a valid chat completion: {path} is {_typename(value)} ({shown}), "
+        f"expected {expected}",
+        endpoint=endpoint, retryable=True, body=shown,
+    )
+
+
+def as_malformed(exc: Exception, endpoint: str) -> MalformedResponseError:
+    """Safety net: a shape the checks missed that broke the parser is still a typed, retryable error."""
+    err = MalformedResponseError(
+        f"{endpoint}: the response is not a valid chat completion (the parser failed: "
+        f"{type(exc).__name__}: {exc})", endpoint=endpoint, retryable=True,
+    )
+    err.__cause__ = exc
+    return err
+
+
 class _Call:
     __slots__ = ("args", "id", "key", "name", "pos")
 
@@ -172,42 +200,59 @@ class StreamAssembler:
 
     def feed(self, obj: Any, out: list[StreamItem]) -> None:
         if not isinstance(obj, dict):
-            raise MalformedResponseError(
-                f"{self._endpoint}: stream event is not a JSON object: {str(obj)[:200]}",
-                endpoint=self._endpoint, retryable=True,
-            )
+            raise shape_error(self._endpoint, "a stream event", obj, "an object")
         self.chunks += 1
         if obj.get("error") is not None:
             raise stream_error(obj, self._endpoint)
         if self._model is None:
-            self._model = obj.get("model")
+            model = obj.get("model")
+            if isinstance(model, str):
+                self._model = model
         usage = obj.get("usage")
         if usage:
+            if type(usage) is not dict:
+                raise shape_error(self._endpoint, "usage", usage, "an object")
             self._usage = usage  # cumulative where repeated (Perplexity): the last one wins
         else:
             xg = obj.get("x_groq")
             if xg and isinstance(xg, dict) and xg.get("usage"):
+                if type(xg["usage"]) is not dict:
+                    raise shape_error(self._endpoint, "x_groq.usage", xg["usage"], "an object")
                 self._usage = xg["usage"]
         choices = obj.get("choices")
-        if not choices:
+        if choices is None:
             return
-        for choice in choices:
+        if type(choices) is not list:
+            raise shape_error(self._endpoint, "choices", choices, "a list")
+        for i, choice in enumerate(choices):
+            if type(choice) is not dict:
+                raise shape_error(self._endpoint, f"choices[{i}]", choice, "an object")
             if choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or choice.get("message")
-            if delta:
-                self._delta(delta, out)
+            delta = choice.get("delta")
+            where = "delta"
+            if not delta:
+                m = choice.get("message")
+                if m is not None:
+                    delta, where = m, "message"
+            if delta is not None:
+                if type(delta) is not dict:
+                    raise shape_error(self._endpoint, f"choices[{i}].{where}", delta, "an object")
+                if delta:
+                    self._delta(delta, out, i, where)
             fr = choice.get("finish_reason")
             if fr:
+                if type(fr) is not str:
+                    raise shape_error(self._endpoint, f"choices[{i}].finish_reason", fr, "a string")
                 self._finish = fr
 
-    def _delta(self, d: dict[str, Any], out: list[StreamItem]) -> None:
+    def _delta(self, d: dict[str, Any], out: list[StreamItem], i: int, where: str) -> None:
         content = d.get("content")
         if content:
-            if isinstance(content, str):
+            if type(content) is str:
                 self._content.append(content)
                 out.append(TextChunk(content))
-            elif isinstance(content, list):
+            elif type(content) is list:
                 text, thinking = _parts(content)
                 if thinking:
                     self._reasoning.append(thinking)
@@ -215,6 +260,9 @@ class StreamAssembler:
                 if text:
                     self._content.append(text)
                     out.append(TextChunk(text))
+            else:
+                raise shape_error(self._endpoint, f"choices[{i}].{where}.content", content,
+                                  "a string or a list of parts")
         if "reasoning_content" in d or "reasoning" in d or "reasoning_details" in d:
             r = _reasoning_of(d)
             if r:
@@ -225,13 +273,16 @@ class StreamAssembler:
             self._refusal.append(refusal)
         calls = d.get("tool_calls")
         if calls:
-            for frag in calls:
-                self._tool_fragment(frag, out)
+            if type(calls) is not list:
+                raise shape_error(self._endpoint, f"choices[{i}].{where}.tool_calls", calls, "a list")
+            for j, frag in enumerate(calls):
+                if type(frag) is not dict:
+                    raise shape_error(self._endpoint, f"choices[{i}].{where}.tool_calls[{j}]", frag,
+                                      "an object")
+                self._tool_fragment(frag, out, f"choices[{i}].{where}.tool_calls[{j}]")
 
-    def _tool_fragment(self, frag: dict[str, Any], out: list[StreamItem]) -> None:
-        fn = frag.get("function") or {}
-        fid = frag.get("id") or None
-        name = fn.get("name") or None
+    def _tool_fragment(self, frag: dict[str, Any], out: list[StreamItem], path: str) -> None:
+        fn, fid, name = _call_fields(frag, self._endpoint, path)
         args = _args_str(fn.get("arguments"))
         key = frag.get("index")
         call: _Call | None
@@ -289,8 +340,28 @@ class StreamAssembler:
         extra: dict[str, Any] = {}
         if self._refusal:
             extra["refusal"] = "".join(self._refusal)
-        usage = Usage.from_openai(self._usage)
+        try:
+            usage = Usage.from_openai(self._usage)
+        except (TypeError, ValueError, AttributeError) as e:  # e.g. "prompt_tokens": "many"
+            raise as_malformed(e, self._endpoint) from e
         return ModelResponse(msg, self._finish, usage, self._model, self._endpoint, extra)
+
+
+def _call_fields(tc: dict[str, Any], endpoint: str, path: str
+                 ) -> tuple[dict[str, Any], str | None, str | None]:
+    """(function object, id, name) of one tool call or fragment, type-checked."""
+    fn = tc.get("function")
+    if fn is None:
+        fn = {}
+    elif type(fn) is not dict:
+        raise shape_error(endpoint, f"{path}.function", fn, "an object")
+    fid = tc.get("id") or None
+    if fid is not None and type(fid) is not str:
+        raise shape_error(endpoint, f"{path}.id", fid, "a string")
+    name = fn.get("name") or None
+    if name is not None and type(name) is not str:
+        raise shape_error(endpoint, f"{path}.function.name", name, "a string")
+    return fn, fid, name
 
 
 def _call_order(c: _Call) -> tuple[int, int]:
@@ -299,7 +370,15 @@ def _call_order(c: _Call) -> tuple[int, int]:
 
 
 def parse_completion(obj: Any, endpoint: str = "") -> ModelResponse:
-    """Parse a non-streaming chat.completion object (raises ModelError for an error object)."""
+    """Parse a non-streaming chat.completion object (raises ModelError for an error object, and
+    MalformedResponseError, retryable, for anything that is not a completion)."""
+    try:
+        return _parse_completion(obj, endpoint)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+        raise as_malformed(e, endpoint) from e
+
+
+def _parse_completion(obj: Any, endpoint: str) -> ModelResponse:
     if not isinstance(obj, dict):
         raise MalformedResponseError(
             f"{endpoint}: expected a chat.completion JSON object, got {type(obj).__name__}",
@@ -308,13 +387,26 @@ def parse_completion(obj: Any, endpoint: str = "") -> ModelResponse:
     if obj.get("error") is not None:
         raise stream_error(obj, endpoint)
     choices = obj.get("choices")
-    if not isinstance(choices, list) or not choices:
+    if choices is not None and type(choices) is not list:
+        raise shape_error(endpoint, "choices", choices, "a list")
+    if not choices:
         raise MalformedResponseError(
             f"{endpoint}: the response has no choices: {orjson.dumps(obj).decode()[:300]}",
             endpoint=endpoint, retryable=True, body=orjson.dumps(obj).decode()[:_MAX_ERROR_BODY],
         )
-    choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), choices[0])
-    m = choice.get("message") or choice.get("delta") or {}
+    for i, c in enumerate(choices):
+        if type(c) is not dict:
+            raise shape_error(endpoint, f"choices[{i}]", c, "an object")
+    ci = next((i for i, c in enumerate(choices) if c.get("index", 0) == 0), 0)
+    choice = choices[ci]
+    m = choice.get("message")
+    where = "message"
+    if not m and choice.get("delta") is not None:
+        m, where = choice["delta"], "delta"
+    if m is None:
+        m = {}
+    if type(m) is not dict:
+        raise shape_error(endpoint, f"choices[{ci}].{where}", m, "an object")
     content = m.get("content")
     reasoning = _reasoning_of(m)
     if isinstance(content, list):
@@ -326,28 +418,40 @@ def parse_completion(obj: Any, endpoint: str = "") -> ModelResponse:
         if isinstance(choice.get("text"), str):
             content = choice["text"]  # legacy completions shape, still sent by some servers
     elif not isinstance(content, str):
-        content = str(content)
+        raise shape_error(endpoint, f"choices[{ci}].{where}.content", content, "a string or a list of parts")
     tool_calls = None
     raw_calls = m.get("tool_calls")
     if raw_calls:
+        if type(raw_calls) is not list:
+            raise shape_error(endpoint, f"choices[{ci}].{where}.tool_calls", raw_calls, "a list")
         tool_calls = []
-        for tc in raw_calls:
-            fn = tc.get("function") or {}
-            tool_calls.append(ToolCall(tc.get("id") or _new_call_id(), fn.get("name") or "",
-                                       _args_str(fn.get("arguments")) or "{}"))
+        for j, tc in enumerate(raw_calls):
+            path = f"choices[{ci}].{where}.tool_calls[{j}]"
+            if type(tc) is not dict:
+                raise shape_error(endpoint, path, tc, "an object")
+            fn, fid, name = _call_fields(tc, endpoint, path)
+            args = _args_str(fn.get("arguments")) or "{}"
+            tool_calls.append(ToolCall(fid or _new_call_id(), name or "", args))
     extra: dict[str, Any] = {}
     refusal = m.get("refusal")
     if isinstance(refusal, str) and refusal:
         extra["refusal"] = refusal
     usage = obj.get("usage")
+    where = "usage"
     if not usage and isinstance(obj.get("x_groq"), dict):
-        usage = obj["x_groq"].get("usage")
+        usage, where = obj["x_groq"].get("usage"), "x_groq.usage"
+    if usage and type(usage) is not dict:
+        raise shape_error(endpoint, where, usage, "an object")
     msg = Message("assistant", content, tool_calls, reasoning=reasoning or None)
     finish = choice.get("finish_reason")
+    if finish is not None and type(finish) is not str:
+        raise shape_error(endpoint, f"choices[{ci}].finish_reason", finish, "a string")
+    model = obj.get("model")
     if finish is None:
         # A complete non-streamed answer without finish_reason (some local servers): call it by content.
         finish = "tool_calls" if tool_calls else "stop"
-    return ModelResponse(msg, finish, Usage.from_openai(usage), obj.get("model"), endpoint, extra)
+    return ModelResponse(msg, finish, Usage.from_openai(usage), model if isinstance(model, str) else None,
+                         endpoint, extra)
 
 
 def loads(data: bytes, endpoint: str) -> Any:

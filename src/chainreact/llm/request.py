@@ -38,6 +38,8 @@ class ModelRequest:
     - images: resolved image URLs / data: URLs appended to the last user message
     - extra: wire-level fields merged into the body (like extraFields; from `params_override`)
     - attempt: 1-based attempt number against this endpoint
+    - timeout: seconds this attempt may take in all (what is left of `timeouts.total` for this endpoint),
+      or None for no overall bound
     """
 
     messages: list[Message]
@@ -51,6 +53,7 @@ class ModelRequest:
     images: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
+    timeout: float | None = None
 
     @property
     def wire_stream(self) -> bool:

@@ -53,6 +53,13 @@ def _interrupted(e: ModelError, items: int) -> ModelError:
     return out
 
 
+def _out_of_time(e: ModelError, why: str) -> ModelError:
+    out = type(e)(f"{e} ({why})", status=e.status, endpoint=e.endpoint, retryable=e.retryable,
+                  retry_after=e.retry_after, body=e.body)
+    out.__cause__ = e
+    return out
+
+
 async def with_retries(
     fn: ModelFn,
     req: ModelRequest,
@@ -63,14 +70,23 @@ async def with_retries(
     sleep: Sleep,
     rng: Callable[[], float] = random.random,
     report: Report | None = None,
+    should_retry: Callable[[ModelError], bool] | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> AsyncIterator[StreamItem]:
-    """Run `fn` (one attempt) up to 1 + max_retries times; yield its items per the stream retry mode."""
+    """Run `fn` (one attempt) up to 1 + max_retries times; yield its items per the stream retry mode.
+
+    should_retry(error) replaces the default decision (`error.retryable`) for each failed attempt.
+    deadline (read from `clock`) bounds every attempt (`req.timeout`) and the waits: a wait that would
+    end past it (a long Retry-After) fails at once instead of sleeping."""
     policy = policy or RetryPolicy()
     buffered = mode == "full" and req.stream
     attempt = 0
     while True:
         attempt += 1
         r = req if attempt == 1 else replace(req, attempt=attempt)
+        if deadline is not None and clock is not None and attempt > 1:
+            r.timeout = max(0.0, deadline - clock())
         delivered = 0
         buf: list[StreamItem] = []
         response: ModelResponse | None = None
@@ -98,12 +114,20 @@ async def with_retries(
         except ModelError as e:
             if delivered:
                 raise _interrupted(e, delivered) from e
-            if not e.retryable or attempt > max_retries:
+            retry = e.retryable if should_retry is None else should_retry(e)
+            if not retry or attempt > max_retries:
                 raise
             delay = policy.delay(attempt, e, rng)
+            if deadline is not None and clock is not None:
+                left = deadline - clock()
+                if e.retry_after is not None and e.retry_after >= left:
+                    raise _out_of_time(e, f"Retry-After {e.retry_after:g}s is beyond the {max(left, 0):.3g}s "
+                                          "left of timeouts.total: not waiting") from e
+                if delay >= left:
+                    raise _out_of_time(e, "no time left in timeouts.total for another attempt") from e
             log.warning("model endpoint %s: attempt %d/%d failed: %s; retrying in %.2fs",
                         req.endpoint, attempt, max_retries + 1, e, delay)
             if report is not None:
                 report(RetryEvent(endpoint=req.endpoint, attempt=attempt, delay=delay, error=str(e),
-                                  status=e.status))
+                                  status=e.status, error_type=type(e).__name__))
             await sleep(delay)

@@ -17,16 +17,24 @@ class SSEDecoder:
     """Byte-level SSE framing. `feed()` returns `(event_name, data)` pairs; event_name is None for the
     default `message` event (every chat-completion chunk)."""
 
-    __slots__ = ("_buf", "_data", "_event")
+    __slots__ = ("_data", "_event", "_pending")
 
     def __init__(self) -> None:
-        self._buf = b""
+        # Pieces of the unfinished last line, joined once its end arrives: a line that comes in many
+        # reads costs time linear in its length (re-concatenating per read was quadratic).
+        self._pending: list[bytes] = []
         self._data: list[bytes] | None = None
         self._event: str | None = None
 
     def feed(self, chunk: bytes) -> list[tuple[str | None, bytes]]:
-        if self._buf:
-            chunk = self._buf + chunk
+        if b"\n" not in chunk and b"\r" not in chunk:
+            if chunk:
+                self._pending.append(chunk)  # still inside one line
+            return []
+        if self._pending:
+            self._pending.append(chunk)
+            chunk = b"".join(self._pending)
+            self._pending.clear()
         hold = b""
         if b"\r" in chunk:
             # A CR at the very end may be the first half of a CRLF split across reads: keep it back so the
@@ -36,7 +44,11 @@ class SSEDecoder:
                 chunk = chunk[:-1]
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = chunk.split(b"\n")
-        self._buf = lines.pop() + hold
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
+        if hold:
+            self._pending.append(hold)
         out: list[tuple[str | None, bytes]] = []
         for line in lines:
             self._line(line, out)
@@ -46,7 +58,8 @@ class SSEDecoder:
         """End of body: process a last unterminated line and dispatch a pending event (lenient: the spec
         would drop it, but several providers end the body without the final blank line)."""
         out: list[tuple[str | None, bytes]] = []
-        rest, self._buf = self._buf, b""
+        rest = b"".join(self._pending)
+        self._pending.clear()
         if rest:
             for line in rest.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
                 self._line(line, out)

@@ -99,10 +99,11 @@ class ModelCallEnd(Event):
 class RetryEvent(Event):
     type: ClassVar[str] = "retry"
     endpoint: str
-    attempt: int  # the attempt that failed, 1-based
+    attempt: int  # the attempt that failed, 1-based (the next one is attempt + 1)
     delay: float  # seconds before the next attempt
     error: str
     status: int | None = None
+    error_type: str = ""  # the error's class, e.g. "ModelError", "MalformedResponseError"
 
 
 @dataclass(slots=True, kw_only=True)

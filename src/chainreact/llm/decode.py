@@ -1,0 +1,74 @@
+"""Response bodies decoded under a size cap: a gzip bomb stops at the cap instead of filling memory.
+
+httpx's own decoders inflate a whole network chunk at once (one 64 KB read of a bomb becomes ~64 MB), so
+the model client asks only for gzip/deflate (`ACCEPT_ENCODING`) and inflates them here with zlib's
+`max_length`: at most the cap (plus one byte) is ever produced. Any other encoding falls back to
+httpx's decoder and the same cap counted per chunk.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from chainreact.errors import MalformedResponseError
+
+ACCEPT_ENCODING = "gzip, deflate"
+_ZLIB = frozenset({"gzip", "x-gzip", "deflate"})
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # decoded; far above any chat completion, far below an OOM
+
+
+def too_large(url: str, limit: int) -> MalformedResponseError:
+    return MalformedResponseError(
+        f"{url}/chat/completions: the response exceeds {limit} bytes after decompression; refused "
+        "(ModelClient max_response_bytes)", endpoint=url, retryable=True,
+    )
+
+
+class BoundedDecoder:
+    """Decodes one body (identity, gzip or deflate) and raises once more than `limit` bytes came out."""
+
+    __slots__ = ("_first", "_limit", "_total", "_url", "_z")
+
+    def __init__(self, encoding: str | None, limit: int, url: str) -> None:
+        self._limit = limit
+        self._total = 0
+        self._url = url
+        self._first = True
+        enc = (encoding or "").strip().lower()
+        # Identity, or an encoding httpx decodes for us (the caller then feeds decoded bytes): count only.
+        self._z = zlib.decompressobj(zlib.MAX_WBITS | 32) if enc in _ZLIB else None  # gzip/zlib header
+
+    @staticmethod
+    def supports(encoding: str | None) -> bool:
+        """Whether raw bytes of this encoding can be fed (else feed httpx-decoded bytes)."""
+        enc = (encoding or "").strip().lower()
+        return enc in _ZLIB or enc in ("", "identity")
+
+    def feed(self, data: bytes) -> bytes:
+        z = self._z
+        if z is None:
+            self._total += len(data)
+            if self._total > self._limit:
+                raise too_large(self._url, self._limit)
+            return data
+        room = self._limit - self._total
+        try:
+            out = z.decompress(data, room + 1)
+        except zlib.error:
+            if not self._first:
+                raise self._undecodable() from None
+            # "deflate" without the zlib header (raw deflate), as some servers send it.
+            self._z = z = zlib.decompressobj(-zlib.MAX_WBITS)
+            try:
+                out = z.decompress(data, room + 1)
+            except zlib.error:
+                raise self._undecodable() from None
+        self._first = False
+        if len(out) > room or z.unconsumed_tail:
+            raise too_large(self._url, self._limit)
+        self._total += len(out)
+        return out
+
+    def _undecodable(self) -> MalformedResponseError:
+        return MalformedResponseError(f"{self._url}/chat/completions: undecodable compressed response body",
+                                      endpoint=self._url, retryable=True)
