@@ -56,9 +56,8 @@ class ExprTransform(Component):
     def init(self) -> None:
         c = self.config
         self.e = expr_template(c.expr) if c.expr.strip() else None
+        # neither expr nor mapping: RuleGo answers an empty JSON object
         self.mapping = {k: expr_template(v) for k, v in c.mapping.items()} if self.e is None else {}
-        if self.e is None and not c.mapping:
-            raise ValueError("expr and mapping are both empty")
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
         env = ctx.env(msg, False)

@@ -1,0 +1,87 @@
+"""`chainreact chain run` on a sample of the shared RuleGo cases (the stable --json form), --jsonl, errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from chainreact.chains import End, RuleMsg
+from chainreact.cli import main
+
+from .rulego_cases import SHARED, load_cases, match_ends
+
+SAMPLE = [c for c in load_cases()
+          if not c.get("functions") and not c.get("register_as") and not c.get("config")
+          and not c.get("settle_ms") and "id" not in c["input"]][::4]
+
+
+def _argv(case: dict[str, Any]) -> list[str]:
+    inp = case["input"]
+    argv = ["chain", "run", case["chain"], "--type", inp["type"], "--data-type", inp["dataType"],
+            "--data", inp["data"], "--json"]
+    for name in case["chains"]:
+        argv += ["--load", str(SHARED / "chains" / name)]
+    for k, v in (inp.get("metadata") or {}).items():
+        argv += ["--meta", f"{k}={v}"]
+    return argv
+
+
+@pytest.mark.skipif(not SAMPLE, reason="../shared/rulego is not there (outside CI)")
+@pytest.mark.parametrize("case", SAMPLE, ids=[c["name"] for c in SAMPLE])
+def test_case_through_cli_json(case: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_argv(case)) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"ends"}
+    ends = []
+    for e in out["ends"]:
+        assert set(e) == {"relation", "error", "msg"}
+        assert set(e["msg"]) == {"id", "ts", "type", "dataType", "data", "metadata"}
+        ends.append(End(e["relation"], RuleMsg.from_dict(e["msg"]), e["error"]))
+    problems = match_ends(case, ends)
+    assert not problems, problems
+
+
+def _write_chain(tmp_path: Any) -> str:
+    doc = {"ruleChain": {"id": "cli1", "name": "cli1"},
+           "metadata": {"nodes": [
+               {"id": "f", "type": "exprFilter", "configuration": {"expr": "msg.t > 1"}},
+               {"id": "t", "type": "exprTransform", "configuration": {"expr": "upper(metadata.who)"}}],
+               "connections": [{"fromId": "f", "toId": "t", "type": "True"}]}}
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def test_jsonl_prints_debug_events_and_ends_in_order(tmp_path: Any, capsys: Any) -> None:
+    path = _write_chain(tmp_path)
+    argv = ["chain", "run", path, "--data", '{"t": 2}', "--meta", "who=ann", "--jsonl", "--debug-nodes"]
+    assert main(argv) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(x["event"], x.get("nodeId"), x.get("flow")) for x in lines] == [
+        ("debug", "f", "IN"), ("debug", "f", "OUT"), ("debug", "t", "IN"), ("debug", "t", "OUT"),
+        ("end", None, None)]
+    assert lines[-1]["relation"] == "Success"
+    assert lines[-1]["msg"]["data"] == "ANN"
+
+
+def test_data_from_file_and_failure_is_still_exit_0(tmp_path: Any, capsys: Any) -> None:
+    path = _write_chain(tmp_path)
+    data = tmp_path / "d.txt"
+    data.write_text("not json")
+    assert main(["chain", "run", path, "--data", f"@{data}", "--data-type", "TEXT", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [e["relation"] for e in out["ends"]] == ["Failure"]
+    assert out["ends"][0]["error"]
+
+
+def test_a_chain_that_does_not_load_exits_1(tmp_path: Any, capsys: Any) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"ruleChain": {"id": "b"},
+                               "metadata": {"nodes": [{"id": "x", "type": "nope"}]}}))
+    assert main(["chain", "run", str(bad), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert "$.metadata.nodes[0].type" in err and "bad.json" in err
+    assert main(["chain", "run", "missing-id", "--json"]) == 1
+    assert main(["chain", "validate", str(bad)]) == 1
