@@ -31,7 +31,7 @@ async def test_auto_window_catches_quick_tool_calls(server: FakeLLM) -> None:
     assert texts(events) == "It is 3."  # the preamble was held, then recognised as a tool round
     assert any(isinstance(e, ToolResultEvent) and e.content == "3" for e in events)
     assert not any(isinstance(e, Preamble) for e in events)
-    assert agent._detect_mode == "auto"
+    assert agent.detect_mode == "auto"
 
 
 async def test_auto_late_tool_calls_self_heal(server: FakeLLM) -> None:
@@ -44,7 +44,7 @@ async def test_auto_late_tool_calls_self_heal(server: FakeLLM) -> None:
     assert [r.content for r in results] == ["3"]
     preambles = [e for e in events if isinstance(e, Preamble)]
     assert [p.text for p in preambles] == [PREAMBLE]
-    assert agent._detect_mode == "drain"  # this instance drains from now on
+    assert agent.detect_mode == "drain"  # this instance drains from now on
     assert len(server.chat_requests) == 2  # nothing re-run
     # the preamble stays in history as the tool round's content, not duplicated
     sent = server.chat_requests[1].body["messages"]
@@ -58,7 +58,7 @@ async def test_first_content_releases_at_once_then_self_heals(server: FakeLLM) -
     assert texts(events).startswith(PREAMBLE)
     assert any(isinstance(e, Preamble) for e in events)
     assert any(isinstance(e, ToolResultEvent) for e in events)
-    assert agent._detect_mode == "drain"
+    assert agent.detect_mode == "drain"
 
 
 async def test_drain_never_leaks_preamble(server: FakeLLM) -> None:

@@ -57,7 +57,7 @@ async def test_events_are_stamped_and_ordered(server: FakeLLM, stream: bool) -> 
     if events is None:
         from chainreact.agent.loop import ReactLoop
 
-        loop = ReactLoop(agent, streaming=False)
+        loop = ReactLoop(await agent.plan(), streaming=False)
         events = [ev async for ev in loop.events("1+1")]
     types = [type(e) for e in events]
     assert types[0] is RunStart and types[-1] is Final
@@ -162,7 +162,7 @@ def _add_tool():
 async def _events(agent: Agent, data: object):
     from chainreact.agent.loop import ReactLoop
 
-    async for ev in ReactLoop(agent, streaming=False).events(data):
+    async for ev in ReactLoop(await agent.plan(), streaming=False).events(data):
         yield ev
 
 

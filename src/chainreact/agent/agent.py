@@ -8,28 +8,30 @@
     run = agent.start("..."); run.cancel("after_tools"); await run.result()
     agent.run_sync("...")                           # scripts
 
-An Agent instance is reusable and safe to run concurrently; a run's state lives in its ReactLoop.
+An Agent instance is reusable and safe to run concurrently. It never runs anything itself: for each run
+it makes an immutable RunPlan (`await agent.plan(...)`, plan.py) and a ReactLoop runs that plan, so the
+loop, agent-as-tool and AgentRun read the plan, not the Agent's private state.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
+import functools
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from ..config import AgentConfig, AgentDocument, ChatMessage, ModelParams, ToolDescriptor, load_document
+from ..config import AgentConfig, AgentDocument, ChatMessage, ModelParams, ToolDescriptor
 from ..tools.base import Tool
 from ..types import Event
 from .build import AgentRegistry, resolve_tools
-from .cancel import CancelHandle, CancelMode, CancelState
-from .detection import normalize_mode
+from .detection import DRAIN, normalize_mode
 from .loop import ReactLoop
 from .middleware import Middleware, MiddlewareChain
+from .plan import Detection, Limits, RunPlan, planning_error
 from .result import RunResult
-
-T = TypeVar("T")
+from .run import AgentRun, run_sync
+from .tool_exec import LocalToolIO
 
 
 class Agent:
@@ -59,6 +61,7 @@ class Agent:
         max_tool_output: int | None = None,
         detect_window: float = 0.5,
         rule_chain: Mapping[str, Any] | None = None,
+        source: str | None = None,
     ):
         cfg = config if isinstance(config, AgentConfig) else AgentConfig.model_validate(dict(config or {}))
         update: dict[str, Any] = {}
@@ -89,14 +92,17 @@ class Agent:
         self.return_directly = set(cfg.returnDirectly) | set(return_directly)
         self.preset_messages: list[ChatMessage] = list(cfg.messages)
         self.detect_window = detect_window
-        self._detect_mode = normalize_mode(cfg.streamToolCallCheck)
+        # The configured mode; a self-heal switches this instance to drain for its later runs.
+        self.detect_mode = normalize_mode(cfg.streamToolCallCheck)
         self.globals: dict[str, Any] = dict(globals or {})
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.agents = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents)
         self.providers = dict(providers or {})
         self.rule_chain = dict(rule_chain or {})
+        self.source = source  # the document's file, for error messages
         self._tool_entries: list[Any] = [*cfg.tools, *tools]
         self._mw = MiddlewareChain(list(middleware))
+        self._tool_io = LocalToolIO(self._mw)
         self._client: Any = model if model is not None and not isinstance(model, str) else None
         self._tools: list[Tool] = []
         self._ready = False
@@ -117,27 +123,19 @@ class Agent:
         providers: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> Agent:
-        """Build an agent from a document: a path (JSON/YAML), a dict, or a loaded document."""
-        if isinstance(src, AgentConfig):
-            doc = AgentDocument(config=src, name=src.name or "agent")
-        elif isinstance(src, AgentDocument):
-            doc = src
-        else:
-            doc = load_document(dict(src) if isinstance(src, Mapping) else src)
-        g = dict(globals or {})
-        cfg = doc.config
-        if any("${" in v for v in (cfg.url, cfg.key, cfg.model)):
-            from ..template import TemplateContext, render
+        """Build an agent from a document: a path (JSON/YAML), a dict, or a loaded document. Endpoint
+        templates are rendered by the one path every entry point shares (config.resolve_agent_config)."""
+        from ..config import resolve_agent_config
 
-            tctx = TemplateContext(globals=g, rule_chain={"id": doc.id, "name": doc.name},
-                                   base_dir=doc.base_dir)
-            cfg = cfg.model_copy(update={k: render(getattr(cfg, k), tctx) for k in ("url", "key", "model")})
+        g = dict(globals or {})
+        doc = resolve_agent_config(src, g)
+        cfg = doc.config
         if agents is None and doc.source:
             agents = AgentRegistry(dirs=[doc.base_dir])
         return cls(
             name=doc.name, config=cfg, tools=tools, middleware=middleware, globals=g,
             base_dir=doc.base_dir, agents=agents, providers=providers,
-            rule_chain={"id": doc.id, "name": doc.name}, **kwargs,
+            rule_chain={"id": doc.id, "name": doc.name}, source=doc.source, **kwargs,
         )
 
     # -- templating -------------------------------------------------------------------------------
@@ -146,7 +144,7 @@ class Agent:
         from ..template import TemplateContext
 
         return TemplateContext(globals=self.globals, rule_chain=self.rule_chain,
-                               metadata=dict(metadata or {}), base_dir=self.base_dir)
+                               metadata=dict(metadata or {}), base_dir=self.base_dir, source=self.source)
 
     def _render_instruction(self, metadata: Mapping[str, Any] | None,
                             session_values: Mapping[str, Any] | None) -> str:
@@ -176,7 +174,8 @@ class Agent:
         return [m.model_copy(update={"content": render(m.content, tctx)})
                 if isinstance(m.content, str) and "${" in m.content else m for m in self.preset_messages]
 
-    def _render_descriptor(self, desc: ToolDescriptor) -> ToolDescriptor:
+    def render_descriptor(self, desc: ToolDescriptor) -> ToolDescriptor:
+        """A tool descriptor with its `${...}` rendered (build.py calls it for every descriptor)."""
         from ..template import has_template, render_obj
 
         data = desc.model_dump(exclude_unset=True)
@@ -186,7 +185,14 @@ class Agent:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    async def _ensure_ready(self) -> None:
+    def load_sub_agent(self, found: Any) -> Agent:
+        """An agent-registry entry (a document, a path, an Agent) as an Agent sharing our globals."""
+        if isinstance(found, Agent):
+            return found
+        return Agent.from_config(found, globals=self.globals, agents=self.agents, providers=self.providers)
+
+    async def prepare(self) -> None:
+        """Resolve the tools (connecting MCP servers) and create the model client, once per instance."""
         if self._ready:
             return
         if self._ready_lock is None:
@@ -221,7 +227,7 @@ class Agent:
 
     async def tools(self) -> list[Tool]:
         """The resolved tools (connecting MCP servers if needed)."""
-        await self._ensure_ready()
+        await self.prepare()
         return list(self._tools)
 
     async def aclose(self) -> None:
@@ -240,16 +246,40 @@ class Agent:
 
     # -- running ----------------------------------------------------------------------------------
 
-    def _loop(self, streaming: bool, metadata: Mapping[str, Any] | None,
-              session_values: Mapping[str, Any] | None, path: tuple[str, ...] = (),
-              cancel: CancelState | None = None) -> ReactLoop:
-        return ReactLoop(self, streaming=streaming, metadata=dict(metadata or {}),
-                         session_values=session_values, cancel=cancel, path=path)
+    async def plan(self, *, metadata: Mapping[str, Any] | None = None,
+                   session_values: Mapping[str, Any] | None = None) -> RunPlan:
+        """The immutable plan of one run: instruction and preset messages rendered with `metadata` and
+        `session_values`, the resolved tools, limits, middleware, detection and the I/O functions."""
+        await self.prepare()
+        client = self._client
+        return RunPlan(
+            agent=self.name,
+            instruction=self._render_instruction(metadata, session_values),
+            preset=tuple(self._preset(metadata)),
+            tools=tuple(self._tools),
+            return_directly=frozenset(self.return_directly),
+            middleware=self._mw,
+            limits=Limits(self.max_steps, self.max_step_policy, self.max_tool_output,
+                          self.parallel_tool_calls),
+            detection=Detection(self.detect_mode, self.detect_window),
+            keep_think=self.keep_think,
+            metadata=dict(metadata or {}),
+            session_values=session_values,
+            # The in-process I/O: the client's own `call` with wrap_model bound, no frame of ours added.
+            model=functools.partial(client.call, wrap=self._mw.model_wrapper()),
+            call_tool=self._tool_io,
+            client=client,
+            on_self_heal=self._self_healed,
+        )
+
+    def _self_healed(self) -> None:
+        self.detect_mode = DRAIN
 
     async def run(self, input: Any = None, *, stream: bool = False, metadata: Mapping[str, Any] | None = None,
                   session_values: Mapping[str, Any] | None = None, path: tuple[str, ...] = ()) -> RunResult:
         """Run to the end and return the result. `stream=True` makes streaming model calls underneath."""
-        loop = self._loop(stream, metadata, session_values, path)
+        plan = await self.plan(metadata=metadata, session_values=session_values)
+        loop = ReactLoop(plan, streaming=stream, path=path)
         async for _ in loop.events(input):
             pass
         assert loop.result is not None
@@ -258,19 +288,24 @@ class Agent:
     async def stream(self, input: Any = None, *, metadata: Mapping[str, Any] | None = None,
                      session_values: Mapping[str, Any] | None = None) -> AsyncIterator[Event]:
         """Yield the run's events as they happen (streaming model calls)."""
-        loop = self._loop(True, metadata, session_values)
-        async for ev in loop.events(input):
+        try:
+            plan = await self.plan(metadata=metadata, session_values=session_values)
+        except Exception as e:
+            yield planning_error(self.name, e)
+            raise
+        async for ev in ReactLoop(plan, streaming=True).events(input):
             yield ev
 
     def start(self, input: Any = None, *, stream: bool = True, metadata: Mapping[str, Any] | None = None,
               session_values: Mapping[str, Any] | None = None) -> AgentRun:
         """Start a run in a task: iterate it for events, `cancel()` it, await `result()`."""
-        return AgentRun(self, input, stream, metadata, session_values)
+        make_plan = functools.partial(self.plan, metadata=metadata, session_values=session_values)
+        return AgentRun(self.name, make_plan, input, stream)
 
     def run_sync(self, input: Any = None, **kwargs: Any) -> RunResult:
         """Blocking `run()` for scripts. Uses one background event loop per process, so connection pools
         survive between calls; don't call it from inside a running event loop."""
-        return _sync(self.run(input, **kwargs))
+        return run_sync(self.run(input, **kwargs))
 
     def as_tool(self, name: str | None = None, description: str | None = None, *,
                 input_schema: dict[str, Any] | None = None, full_history: bool = False,
@@ -285,77 +320,6 @@ class Agent:
         return f"<Agent {self.name!r} model={self.config.model!r}>"
 
 
-class AgentRun:
-    """A run driven in its own task. Iterate it for events; `cancel()`; `await result()`."""
-
-    def __init__(self, agent: Agent, data: Any, stream: bool, metadata: Mapping[str, Any] | None,
-                 session_values: Mapping[str, Any] | None):
-        self._cancel = CancelState()
-        self._loop = agent._loop(stream, metadata, session_values, cancel=self._cancel)
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        self._error: BaseException | None = None
-        self._task = asyncio.ensure_future(self._drive(data))
-
-    async def _drive(self, data: Any) -> None:
-        try:
-            async for ev in self._loop.events(data):
-                self._queue.put_nowait(ev)
-        except asyncio.CancelledError:
-            if not self._cancel.requested:
-                raise
-            self._queue.put_nowait(self._loop._cancelled())  # cancelled before the loop started
-        except Exception as e:
-            self._error = e
-        finally:
-            result = self._loop.result
-            if result is not None and result.stop_reason == "cancelled":
-                self._cancel.outcome = "escalated" if self._cancel.escalated else "cancelled"
-            else:
-                self._cancel.outcome = "finished"
-            self._cancel.finished.set()
-            self._queue.put_nowait(None)
-
-    @property
-    def run_id(self) -> str:
-        return self._loop.run_id
-
-    async def __aiter__(self) -> AsyncIterator[Event]:
-        while (ev := await self._queue.get()) is not None:
-            yield ev
-        if self._error is not None:
-            raise self._error
-
-    async def result(self) -> RunResult:
-        try:
-            await asyncio.shield(self._task)
-        except asyncio.CancelledError:
-            if not self._task.done():
-                raise
-        if self._error is not None:
-            raise self._error
-        assert self._loop.result is not None
-        return self._loop.result
-
-    def cancel(self, mode: CancelMode | str = CancelMode.IMMEDIATE, *, timeout: float | None = None
-               ) -> CancelHandle:
-        """Ask the run to stop at the first safe point of `mode` (flags combine; see cancel.py)."""
-        m = CancelMode.parse(mode)
-        state = self._cancel
-
-        def escalate() -> None:
-            state.mode |= CancelMode.IMMEDIATE
-            state.requested = True
-            if not self._task.done():
-                self._task.cancel()
-
-        if not state.finished.is_set():
-            state.mode |= m
-            state.requested = True
-            if m & CancelMode.IMMEDIATE:
-                escalate()
-        return CancelHandle(state, escalate, timeout)
-
-
 def _strings(obj: Any) -> Iterable[str]:
     if isinstance(obj, str):
         yield obj
@@ -365,16 +329,3 @@ def _strings(obj: Any) -> Iterable[str]:
     elif isinstance(obj, list):
         for v in obj:
             yield from _strings(v)
-
-
-_sync_loop: asyncio.AbstractEventLoop | None = None
-_sync_lock = threading.Lock()
-
-
-def _sync(coro: Coroutine[Any, Any, T]) -> T:
-    global _sync_loop
-    with _sync_lock:
-        if _sync_loop is None:
-            _sync_loop = asyncio.new_event_loop()
-            threading.Thread(target=_sync_loop.run_forever, name="chainreact-sync", daemon=True).start()
-    return asyncio.run_coroutine_threadsafe(coro, _sync_loop).result()

@@ -11,15 +11,25 @@ each carrying its path (outer agent first).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import Message
+from .loop import ReactLoop
+from .plan import RunPlan
 
-if TYPE_CHECKING:
-    from .agent import Agent
+
+class Plannable(Protocol):
+    """What an agent-as-tool needs from the agent it wraps (the Agent implements it)."""
+
+    name: str
+    description: str
+
+    async def plan(self) -> RunPlan: ...
+
+    async def aclose(self) -> None: ...
 
 DEFAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,7 +60,7 @@ def history_as_context(messages: list[Message]) -> str:
 
 
 class AgentTool(Tool):
-    def __init__(self, agent: Agent, *, name: str | None = None, description: str | None = None,
+    def __init__(self, agent: Plannable, *, name: str | None = None, description: str | None = None,
                  input_schema: dict[str, Any] | None = None, full_history: bool = False,
                  emit_internal_events: bool = False):
         self.agent = agent
@@ -77,14 +87,13 @@ class AgentTool(Tool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
         data = self._input(args, ctx)
-        if self.emits_events and ctx.emit is not None:
-            loop = self.agent._loop(True, None, None, path=ctx.path)
-            async for ev in loop.events(data):
-                ctx.emit(ev)
-            assert loop.result is not None
-            return loop.result.content
-        result = await self.agent.run(data, path=ctx.path)
-        return result.content
+        live = self.emits_events and ctx.emit is not None
+        loop = ReactLoop(await self.agent.plan(), streaming=live, path=ctx.path)
+        async for ev in loop.events(data):
+            if live:
+                ctx.emit(ev)  # type: ignore[misc]
+        assert loop.result is not None
+        return loop.result.content
 
     async def aclose(self) -> None:
         await self.agent.aclose()

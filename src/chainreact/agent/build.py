@@ -16,15 +16,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..config import ToolDescriptor, load_document
 from ..errors import ConfigError
 from ..tools.base import Tool, as_tool
 from ..tools.registry import create_builtin
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 
 class AgentRegistry:
@@ -62,6 +59,21 @@ class AgentRegistry:
         return sorted(ids)
 
 
+class ToolOwner(Protocol):
+    """What resolving tools needs from the agent that owns them (the Agent implements it)."""
+
+    name: str
+    base_dir: Path
+    providers: dict[str, Any]
+    agents: AgentRegistry
+
+    def render_descriptor(self, desc: ToolDescriptor) -> ToolDescriptor: ...
+
+    def load_sub_agent(self, found: Any) -> Any:
+        """A registry entry as an agent object with `as_tool(...)`."""
+        ...
+
+
 def _import_function(path: str, where: str, base_dir: Path | None = None) -> Callable[..., Any] | Tool:
     """Import `module:function`; a module next to the document (base_dir) is found too."""
     mod, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
@@ -88,7 +100,7 @@ def _import_function(path: str, where: str, base_dir: Path | None = None) -> Cal
     return fn
 
 
-async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
+async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
     tools: list[Tool] = []
     mcp: list[tuple[str, ToolDescriptor]] = []
     mcp_at = 0  # MCP tools take the place of the first MCP entry (servers connect together)
@@ -101,7 +113,7 @@ async def resolve_tools(entries: Sequence[Any], owner: Agent) -> list[Tool]:
             tools.append(create_builtin(entry, {}, None, where))
             continue
         desc = entry if isinstance(entry, ToolDescriptor) else ToolDescriptor.model_validate(entry)
-        desc = owner._render_descriptor(desc)
+        desc = owner.render_descriptor(desc)
         if desc.type == "builtin":
             if not desc.name:
                 raise ConfigError(f"{where}: a builtin tool needs a name (e.g. 'bash')")
@@ -172,9 +184,7 @@ def _parameters(p: Any, where: str) -> dict[str, Any] | None:
     return p
 
 
-def _agent_tool(desc: ToolDescriptor, owner: Agent, where: str) -> Tool:
-    from .agent import Agent
-
+def _agent_tool(desc: ToolDescriptor, owner: ToolOwner, where: str) -> Tool:
     if not desc.targetId:
         raise ConfigError(f"{where}: an 'agent' tool needs a targetId naming another agent document")
     found = owner.agents.find(desc.targetId)
@@ -182,10 +192,7 @@ def _agent_tool(desc: ToolDescriptor, owner: Agent, where: str) -> Tool:
         known = ", ".join(owner.agents.ids()) or "(none registered)"
         raise ConfigError(f"{where}: no agent with id {desc.targetId!r}; known agent ids: {known}. "
                           "Pass agents= (a dict or a directory) to Agent.from_config")
-    if isinstance(found, Agent):
-        sub = found
-    else:
-        sub = Agent.from_config(found, globals=owner.globals, agents=owner.agents, providers=owner.providers)
+    sub = owner.load_sub_agent(found)
     return sub.as_tool(name=desc.name or None, description=desc.description or None,
                        **{k: v for k, v in desc.config.items()
                           if k in ("full_history", "emit_internal_events")})

@@ -6,6 +6,9 @@ A run is an async generator of events. Each step is one model call plus the tool
     -> no tool calls?  final answer, done
     -> tool calls      run them (tool_exec.py), append results in call order, next step
 
+The loop reads only its RunPlan (plan.py), made by the Agent: the rendered instruction, the tools, the
+limits, the middleware, and the two I/O functions `plan.model` and `plan.call_tool`. Everything here is a
+deterministic decision over the plan and the messages; every I/O goes through those two functions.
 `Agent.run()` folds this generator; `Agent.stream()` yields it; `Agent.start()` drives it in a task so
 it can be cancelled (cancel.py). Streaming and non-streaming differ only in how the model is asked
 (`stream=True/False`); the router turns either into the same events.
@@ -17,8 +20,8 @@ import asyncio
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import Any
 
 from ..errors import MaxStepsError
 from ..tools.base import ToolContext
@@ -46,11 +49,9 @@ from .cancel import CancelMode, CancelState, repair_history
 from .detection import DRAIN, StreamRouter
 from .inputs import build_messages
 from .middleware import AgentContext, RunState
+from .plan import RunPlan
 from .result import RunResult
 from .tool_exec import ToolRunner
-
-if TYPE_CHECKING:
-    from .agent import Agent
 
 log = logging.getLogger("chainreact.agent")
 
@@ -78,25 +79,23 @@ class _RunCancelled(Exception):
 
 
 class ReactLoop:
-    """One run of an agent. Create, iterate `events()`, then read `result`."""
+    """One run of a plan. Create, iterate `events()`, then read `result`."""
 
     def __init__(
         self,
-        agent: Agent,
+        plan: RunPlan,
         *,
         streaming: bool,
-        metadata: dict[str, Any] | None = None,
-        session_values: Mapping[str, Any] | None = None,
         cancel: CancelState | None = None,
         path: tuple[str, ...] = (),
+        run_id: str | None = None,
     ):
-        self.agent = agent
+        self.plan = plan
         self.streaming = streaming
-        self.metadata = metadata or {}
-        self.session_values = session_values
         self.cancel = cancel
-        self.run_id = secrets.token_hex(8)
-        self.path = (*path, agent.name)
+        self.run_id = run_id or secrets.token_hex(8)
+        self.path = (*path, plan.agent)
+        self.detect_mode = plan.detection.mode  # may switch to drain mid-run (self-heal)
         self.step = 0
         self.result: RunResult | None = None
         self.state: RunState | None = None
@@ -106,7 +105,7 @@ class ReactLoop:
 
     def _ev(self, ev: Event) -> Event:
         self._seq += 1
-        ev.run_id, ev.agent, ev.step, ev.seq = self.run_id, self.agent.name, self.step, self._seq
+        ev.run_id, ev.agent, ev.step, ev.seq = self.run_id, self.plan.agent, self.step, self._seq
         ev.path = self.path
         return ev
 
@@ -123,20 +122,15 @@ class ReactLoop:
         return out
 
     async def events(self, data: Any) -> AsyncIterator[Event]:
-        agent = self.agent
+        plan = self.plan
         try:
-            await agent._ensure_ready()
             yield self._ev(RunStart(input=data))
-            ctx = AgentContext(
-                instruction=agent._render_instruction(self.metadata, self.session_values),
-                tools=list(agent._tools),
-                return_directly=set(agent.return_directly),
-                input=data,
-            )
-            for m in agent._mw.before_agent:
+            ctx = AgentContext(instruction=plan.instruction, tools=list(plan.tools),
+                               return_directly=set(plan.return_directly), input=data)
+            for m in plan.middleware.before_agent:
                 await m.before_agent(ctx)
             state = self.state = RunState(
-                messages=build_messages(data, ctx.instruction, agent._preset(self.metadata)),
+                messages=build_messages(data, ctx.instruction, plan.preset),
                 tool_specs=[t.spec() for t in ctx.tools],
                 tools={t.name: t for t in ctx.tools},
                 return_directly=ctx.return_directly,
@@ -164,22 +158,21 @@ class ReactLoop:
         mode = self.cancel.mode if self.cancel else CancelMode.IMMEDIATE
         self.result = RunResult(
             content="", messages=messages, usage=self._usage, steps=self.step, stop_reason="cancelled",
-            metadata={"run_id": self.run_id, "agent": self.agent.name},
+            metadata={"run_id": self.run_id, "agent": self.plan.agent},
         )
         return self._ev(Cancelled(mode=str(mode.name or mode).lower(), messages=messages))
 
     async def _steps(self, state: RunState) -> AsyncIterator[Event]:
-        agent = self.agent
-        mw = agent._mw
-        runner = ToolRunner(mw, agent.max_tool_output, agent.parallel_tool_calls)
-        wrap = mw.model_wrapper()
+        plan, limits = self.plan, self.plan.limits
+        mw = plan.middleware
+        runner = ToolRunner(plan.call_tool, limits.max_tool_output, limits.parallel_tool_calls)
         usage = self._usage = Usage()
         cancel = self.cancel
         while True:
-            final_call = self.step >= agent.max_steps
-            if final_call and agent.max_step_policy == "error":
+            final_call = self.step >= limits.max_steps
+            if final_call and limits.max_step_policy == "error":
                 raise MaxStepsError(
-                    f"agent {agent.name!r} reached maxStep={agent.max_steps} without a final answer; "
+                    f"agent {plan.agent!r} reached maxStep={limits.max_steps} without a final answer; "
                     "raise maxStep or set maxStepPolicy to 'answer'"
                 )
             self.step += 1
@@ -191,9 +184,8 @@ class ReactLoop:
                 messages, specs = [*messages, Message("user", MAX_STEPS_PROMPT)], None
 
             # -- the model call: route items into events ---------------------------------------
-            router = StreamRouter(agent._detect_mode, specs is not None, agent.detect_window)
-            stream = agent._client.call(messages, specs, stream=self.streaming,
-                                        on_event=self._on_client_event, wrap=wrap)
+            router = StreamRouter(self.detect_mode, specs is not None, plan.detection.window)
+            stream = plan.model(messages, specs, stream=self.streaming, on_event=self._on_client_event)
             response: ModelResponse | None = None
             try:
                 async for item in router.route(stream):
@@ -225,8 +217,10 @@ class ReactLoop:
                 # Self-heal: text went out as an answer, then tool calls came. The message is complete,
                 # so run its tool calls now (nothing re-run, nothing duplicated) and drain from now on.
                 log.warning("agent %s: text routed as plain text before tool calls; executing the late "
-                            "tool calls and switching streamToolCallCheck to drain", agent.name)
-                agent._detect_mode = DRAIN
+                            "tool calls and switching streamToolCallCheck to drain", plan.agent)
+                self.detect_mode = DRAIN
+                if plan.on_self_heal is not None:
+                    plan.on_self_heal()
                 yield self._ev(Preamble(text="".join(router.released)))
             if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):
                 raise _RunCancelled
@@ -243,7 +237,7 @@ class ReactLoop:
             history = state.messages
 
             def make_ctx(call: ToolCall, history: list[Message] = history) -> ToolContext:
-                return ToolContext(call.id, self.run_id, agent.name, self.path, history,
+                return ToolContext(call.id, self.run_id, plan.agent, self.path, history,
                                    self._forward_nested)
 
             if any(getattr(state.tools.get(c.name), "emits_events", False) for c in calls):
@@ -294,9 +288,9 @@ class ReactLoop:
 
     async def _finish(self, state: RunState, msg: Message | None, content: str, stop: str,
                       usage: Usage) -> AsyncIterator[Event]:
-        agent = self.agent
+        keep_think = self.plan.keep_think
         reasoning = msg.reasoning if msg is not None else None
-        if not agent.keep_think and "<think>" in content:
+        if not keep_think and "<think>" in content:
             thoughts = _THINK.findall(content)
             content = _THINK.sub("", content)
             reasoning = (reasoning or "") + "".join(thoughts)
@@ -306,10 +300,10 @@ class ReactLoop:
             usage=usage,
             steps=self.step,
             stop_reason=stop,
-            reasoning=reasoning if agent.keep_think else None,
-            metadata={"run_id": self.run_id, "agent": agent.name},
+            reasoning=reasoning if keep_think else None,
+            metadata={"run_id": self.run_id, "agent": self.plan.agent},
         )
-        for m in agent._mw.after_agent:
+        for m in self.plan.middleware.after_agent:
             await m.after_agent(state, result)
         yield self._ev(Final(content=content, usage=usage, stop_reason=stop, reasoning=result.reasoning))
 

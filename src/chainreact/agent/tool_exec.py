@@ -12,13 +12,16 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import ToolCall
 from .middleware import MiddlewareChain, ToolCallInfo, ToolFn
+
+if TYPE_CHECKING:
+    from .plan import ToolIO
 
 log = logging.getLogger("chainreact.agent")
 
@@ -63,13 +66,45 @@ def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | No
     return "; ".join(errors) if errors else None
 
 
-class ToolRunner:
-    """Runs tool calls for one run; holds the doom-loop memory of that run."""
+class LocalToolIO:
+    """The in-process tool boundary (plan.ToolIO): middleware `wrap_tool_call`, the tool's timeout, and any
+    exception turned into an `Error:` result for the model."""
 
-    __slots__ = ("_recent", "max_output", "middleware", "parallel")
+    __slots__ = ("middleware",)
 
-    def __init__(self, middleware: MiddlewareChain, max_output: int, parallel: bool):
+    def __init__(self, middleware: MiddlewareChain):
         self.middleware = middleware
+
+    async def __call__(self, call: ToolCall, tool: Tool, args: dict[str, Any],
+                       ctx: ToolContext) -> ToolOutput:
+        async def invoke(a: dict[str, Any]) -> ToolOutput:
+            result = await tool.run(a, ctx)
+            return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
+
+        fn: ToolFn = invoke
+        if self.middleware.wrap_tool:
+            fn = self.middleware.wrap_tool_fn(invoke, ToolCallInfo(call.name, call.id, args, tool, ctx))
+        try:
+            if tool.timeout:
+                return await asyncio.wait_for(fn(args), tool.timeout)
+            return await fn(args)
+        except TimeoutError:
+            return ToolOutput(f"Error: tool {call.name} timed out after {tool.timeout:g} s", True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a tool failure is information for the model, not a crash
+            log.info("tool %s raised %s: %s", call.name, type(e).__name__, e)
+            return ToolOutput(f"Error: {type(e).__name__}: {e}", True)
+
+
+class ToolRunner:
+    """Runs tool calls for one run; holds the doom-loop memory of that run. The deterministic checks
+    happen here; the execution itself goes through `execute` (the plan's tool boundary)."""
+
+    __slots__ = ("_recent", "execute", "max_output", "parallel")
+
+    def __init__(self, execute: ToolIO, max_output: int, parallel: bool):
+        self.execute = execute
         self.max_output = max_output
         self.parallel = parallel
         self._recent: deque[str] = deque(maxlen=DOOM_WINDOW)
@@ -99,39 +134,16 @@ class ToolRunner:
                 return ToolOutput(f"Error: invalid arguments for {call.name}: {problem}", True)
         return args
 
-    async def _execute(self, call: ToolCall, tool: Tool, args: dict[str, Any],
-                       ctx: ToolContext) -> ToolOutput:
-        async def invoke(a: dict[str, Any]) -> ToolOutput:
-            result = await tool.run(a, ctx)
-            return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
-
-        fn: ToolFn = invoke
-        if self.middleware.wrap_tool:
-            fn = self.middleware.wrap_tool_fn(invoke, ToolCallInfo(call.name, call.id, args, tool, ctx))
-        try:
-            if tool.timeout:
-                out = await asyncio.wait_for(fn(args), tool.timeout)
-            else:
-                out = await fn(args)
-        except TimeoutError:
-            out = ToolOutput(f"Error: tool {call.name} timed out after {tool.timeout:g} s", True)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # a tool failure is information for the model, not a crash
-            log.info("tool %s raised %s: %s", call.name, type(e).__name__, e)
-            out = ToolOutput(f"Error: {type(e).__name__}: {e}", True)
-        if not isinstance(out.content, str):
-            out = ToolOutput(str(out.content), out.is_error, out.data)
-        if len(out.content) > self.max_output:
-            out = ToolOutput(truncate(out.content, self.max_output), out.is_error, out.data)
-        return out
-
     async def _one(self, call: ToolCall, prepared: dict[str, Any] | ToolOutput, tools: dict[str, Tool],
                    ctx: ToolContext) -> CallOutcome:
         if isinstance(prepared, ToolOutput):
             return CallOutcome(call, prepared, 0.0, False)
         t0 = time.perf_counter()
-        out = await self._execute(call, tools[call.name], prepared, ctx)
+        out = await self.execute(call, tools[call.name], prepared, ctx)
+        if not isinstance(out.content, str):
+            out = ToolOutput(str(out.content), out.is_error, out.data)
+        if len(out.content) > self.max_output:
+            out = ToolOutput(truncate(out.content, self.max_output), out.is_error, out.data)
         return CallOutcome(call, out, (time.perf_counter() - t0) * 1000, True)
 
     async def run(self, calls: list[ToolCall], tools: dict[str, Tool],

@@ -34,12 +34,6 @@ def cmd_local_model(args: argparse.Namespace) -> int:
     return server.serve_forever(on_ready=ready)
 
 
-def cmd_complete(args: argparse.Namespace) -> int:
-    from .llm.cli import complete_main
-
-    return int(complete_main(args))
-
-
 def cmd_fake_llm(args: argparse.Namespace) -> int:
     from ..testing.cli import main as fake_main
 

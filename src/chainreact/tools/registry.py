@@ -18,7 +18,7 @@ _BUILTINS: dict[str, str | Callable[..., Tool]] = {
     "bash": "chainreact.tools.builtin.bash:create",
     "read": "chainreact.tools.builtin.files:create_read",
     "write": "chainreact.tools.builtin.files:create_write",
-    "edit": "chainreact.tools.builtin.files:create_edit",
+    "edit": "chainreact.tools.builtin.edit:create_edit",
     "grep": "chainreact.tools.builtin.search:create_grep",
     "glob": "chainreact.tools.builtin.search:create_glob",
     "skill": "chainreact.tools.skills:create",

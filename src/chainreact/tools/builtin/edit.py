@@ -17,8 +17,8 @@ from typing import Any
 from ..base import Tool, ToolContext, ToolOutput
 from .backups import BackupStore
 from .fileio import SNIFF_BYTES, NotRegularFileError, atomic_write, human_size, looks_binary, open_regular
-from .files import BACKUP_MAX_BYTES, error, plural
-from .workspace import PathEscapeError, Workspace
+from .files import BACKUP_MAX_BYTES, COMMON_KEYS, backups_from_config, error, plural
+from .workspace import PathEscapeError, Workspace, check_config_keys, description_from, workspace_from_config
 
 # Text files larger than this are not edited in memory; the error suggests bash (sed) instead.
 EDIT_MAX_BYTES = 16 * 1024 * 1024
@@ -260,3 +260,11 @@ def not_found_hint(text: str, old: str) -> str:
                 at = norm.index(close[0]) + 1
                 return f"The most similar line is {at}:\n" + snippet(text, at, at)
     return "Read the file and copy the exact current text (without line-number prefixes)."
+
+
+def create_edit(config: dict[str, Any], descriptor: Any = None) -> Tool:
+    check_config_keys(config, (*COMMON_KEYS, "backups", "maxBackups"), "edit")
+    ws = workspace_from_config(config, "edit")
+    tool = EditTool(ws, backups_from_config(config, ws, "edit"))
+    tool.description = description_from(descriptor, tool.description)
+    return tool

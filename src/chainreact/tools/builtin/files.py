@@ -283,11 +283,11 @@ class WriteTool(Tool):
 
 # --- factories (names and signatures are fixed by chainreact.tools.registry) -----------------------
 
-_COMMON_KEYS = ("workDir",)
+COMMON_KEYS = ("workDir",)
 
 
 def create_read(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    keys = (*_COMMON_KEYS, "maxLines", "maxLineLength", "maxOutput", "maxEntries")
+    keys = (*COMMON_KEYS, "maxLines", "maxLineLength", "maxOutput", "maxEntries")
     check_config_keys(config, keys, "read")
     tool = ReadTool(
         workspace_from_config(config, "read"),
@@ -307,18 +307,8 @@ def backups_from_config(config: dict[str, Any], workspace: Workspace, tool: str)
 
 
 def create_write(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    check_config_keys(config, (*_COMMON_KEYS, "backups", "maxBackups"), "write")
+    check_config_keys(config, (*COMMON_KEYS, "backups", "maxBackups"), "write")
     ws = workspace_from_config(config, "write")
     tool = WriteTool(ws, backups_from_config(config, ws, "write"))
-    tool.description = description_from(descriptor, tool.description)
-    return tool
-
-
-def create_edit(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    from .edit import EditTool
-
-    check_config_keys(config, (*_COMMON_KEYS, "backups", "maxBackups"), "edit")
-    ws = workspace_from_config(config, "edit")
-    tool = EditTool(ws, backups_from_config(config, ws, "edit"))
     tool.description = description_from(descriptor, tool.description)
     return tool
