@@ -47,7 +47,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 base = ".".join(base_parts + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
-            if base.startswith(PKG) and base not in modules:
+            if base.startswith(PKG) and base not in modules and not any(
+                    m.startswith(base + ".") for m in modules):  # a folder without __init__ is a package too
                 unresolved.append(f"{path.relative_to(SRC)}:{node.lineno}: {base}")
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
         else:
