@@ -22,6 +22,7 @@ from .base import (
     StoreInfo,
 )
 from .errors import RunConflictError, RunNotFoundError, StateConnectionError, StateError, StateSchemaError
+from .sync import SyncStore
 from .url import ENV_VAR, mask_url, parse_url, resolve_url
 
 
@@ -59,6 +60,7 @@ __all__ = [
     "StateSchemaError",
     "Store",
     "StoreInfo",
+    "SyncStore",
     "mask_url",
     "open_store",
     "parse_url",
