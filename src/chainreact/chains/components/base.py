@@ -54,6 +54,6 @@ def register(cls: type[Component]) -> type[Component]:
 
 def load_builtin_components() -> dict[str, type[Component]]:
     """Import the component families (each registers itself on import)."""
-    from . import actions, expr_nodes, flow_nodes, js  # noqa: F401
+    from . import actions, ai, expr_nodes, flow_nodes, js  # noqa: F401
 
     return REGISTRY

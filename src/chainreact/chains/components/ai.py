@@ -1,0 +1,245 @@
+"""AI components: `ai/agent` (the chainreact Agent as a node) and `ai/llm` (one model call, no loop).
+
+Input contract (the agent's): JSON data with `messages` is the conversation; otherwise preset messages
+plus the data as the user message. Metadata read: `stream` ("true" = stream frames on Stream),
+`sessionKey` + `loadHistory` (conversation history), `session_model` (another model on the same
+endpoint), `session_extra_fields` (a JSON object merged over params.extraFields)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...types import Message
+from ..msg import FAILURE, JSON, SUCCESS, RuleMsg
+from ..sessions import MemorySessionStore, SessionStore
+from .base import Component, NodeConfig, register
+
+if TYPE_CHECKING:
+    from ...agent import Agent
+    from ..context import NodeContext
+
+
+def _session_store(engine: Any) -> SessionStore:
+    store = engine.services.get("sessions")
+    if store is None:
+        store = engine.services["sessions"] = MemorySessionStore()
+    return store
+
+
+def _usage_meta(usage: Any) -> dict[str, str]:
+    if usage is None:
+        return {}
+    return {"prompt_tokens": str(usage.prompt_tokens), "completion_tokens": str(usage.completion_tokens),
+            "total_tokens": str(usage.total_tokens)}
+
+
+def _input(msg: RuleMsg) -> Any:
+    if msg.data_type == JSON and msg.data.lstrip().startswith("{"):
+        try:
+            value = orjson.loads(msg.data)
+        except orjson.JSONDecodeError:
+            return msg.data
+        if isinstance(value, dict) and isinstance(value.get("messages"), list):
+            return value
+    return msg.data
+
+
+MAX_VARIANTS = 32
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+def _close_later(agent: Agent) -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    task = loop.create_task(agent.aclose())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+class AgentNodeConfig(NodeConfig):
+    """The agent document's fields (url, key, model, systemPrompt, tools, params, ...), checked by the
+    agent's own config model at load."""
+
+
+@register
+class AgentNode(Component):
+    """Runs the chainreact Agent (ReAct loop) on the message. Sync: Success with the answer (metadata
+    `model` and token counts). Stream (metadata stream=true): text frames, tool frames and an end frame on
+    Stream, then Success with the full text (`full_content=true`). Errors: Failure (and, when
+    streaming, the same message on Stream)."""
+
+    type_name = "ai/agent"
+    Config = AgentNodeConfig
+    stream_capable = True
+
+    def init(self) -> None:
+        from ...config import AgentConfig
+
+        raw = self.config.model_dump()
+        self.agent_config = AgentConfig.model_validate(raw)  # pydantic errors name the field
+        self._agents: dict[tuple[str, str], Agent] = {}
+
+    # one Agent per (session_model, session_extra_fields): tools and HTTP pools are shared per variant
+    def _agent(self, model: str, extra: str) -> Agent:
+        key = (model, extra)
+        agent = self._agents.get(key)
+        if agent is not None:
+            return agent
+        from ...agent import Agent
+        from ..tools import chain_tools_for
+
+        cfg = self.agent_config
+        update: dict[str, Any] = {}
+        if model:
+            update["model"] = model
+            # failover endpoints keep their own model (one that inherited the primary's keeps that one)
+            update["failover"] = [f.model_copy(update={"model": f.model or cfg.model}) for f in cfg.failover]
+        if extra:
+            fields = dict(cfg.params.extraFields or {})
+            fields.update(orjson.loads(extra))
+            update["params"] = cfg.params.model_copy(update={"extraFields": fields})
+        entries, chain_tools = chain_tools_for(self.chain.engine, list(cfg.tools))
+        update["tools"] = entries
+        cfg = cfg.model_copy(update=update)
+        engine = self.chain.engine
+        providers = dict(engine.services.get("providers") or {})
+        if "self" not in providers:
+            from ..tools import EngineToolProvider
+
+            providers["self"] = EngineToolProvider(engine)
+        agent = Agent(name=self.node_id, config=cfg, tools=chain_tools, globals=engine.properties,
+                      providers=providers, agents=engine.services.get("agents"),
+                      rule_chain={"id": self.chain.id, "name": self.chain.name})
+        self._agents[key] = agent
+        while len(self._agents) > MAX_VARIANTS:  # metadata picks variants: keep the cache bounded
+            _close_later(self._agents.pop(next(iter(self._agents))))
+        return agent
+
+    def close(self) -> None:
+        for agent in self._agents.values():
+            _close_later(agent)
+        self._agents.clear()
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        meta = msg.metadata
+        stream = meta.get("stream") == "true"
+        model = meta.get("session_model", "").strip()
+        extra = meta.get("session_extra_fields", "").strip()
+        try:
+            if extra:
+                parsed = orjson.loads(extra)
+                if not isinstance(parsed, dict):
+                    raise ValueError("metadata session_extra_fields must be a JSON object")
+                extra = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
+            agent = self._agent(model, extra)
+            data = await self._with_history(msg, _input(msg))
+            effective_model = agent.config.model
+            if stream:
+                result = await self._stream(ctx, msg, agent, data, effective_model)
+            else:
+                result = await agent.run(data, metadata=meta)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            if stream:
+                frame = msg.copy()
+                frame.data = text
+                frame.metadata["error"] = "true"
+                await ctx.tell_stream(frame)
+            msg.data = text
+            ctx.tell_failure(msg, text)
+            return
+        key = meta.get("sessionKey")
+        if key:
+            await _session_store(self.chain.engine).save(
+                key, [m for m in result.messages if m.role != "system"])
+        out = msg.copy()
+        out.data = result.content
+        out.data_type = "TEXT"
+        out.metadata["model"] = effective_model
+        out.metadata.update(_usage_meta(result.usage))
+        if stream:
+            out.metadata["full_content"] = "true"
+        ctx.tell_next(out, SUCCESS)
+
+    async def _with_history(self, msg: RuleMsg, data: Any) -> Any:
+        key = msg.metadata.get("sessionKey")
+        if not key or msg.metadata.get("loadHistory") != "true":
+            return data
+        history = await _session_store(self.chain.engine).load(key)
+        if not history:
+            return data
+        old = [m.to_openai() for m in history]
+        if isinstance(data, dict):
+            new = list(data["messages"])
+            system = [m for m in new if isinstance(m, dict) and m.get("role") == "system"]
+            rest = [m for m in new if not (isinstance(m, dict) and m.get("role") == "system")]
+            return {**data, "messages": system + old + rest}
+        return {"messages": [*old, {"role": "user", "content": data}]}
+
+    async def _stream(self, ctx: NodeContext, msg: RuleMsg, agent: Agent, data: Any, model: str) -> Any:
+        from ...types import events as ev
+
+        run = agent.start(data, stream=True, metadata=msg.metadata)
+
+        def frame(text: str, **meta: str) -> RuleMsg:
+            f = msg.copy()
+            f.data = text
+            f.data_type = "TEXT"
+            f.metadata.update(meta)
+            return f
+
+        try:
+            async for e in run:
+                if isinstance(e, ev.TextDelta | ev.Preamble):
+                    await ctx.tell_stream(frame(e.text, chunk="true", model=model, reasoning_content=""))
+                elif isinstance(e, ev.ReasoningDelta):
+                    await ctx.tell_stream(frame("", chunk="true", model=model, reasoning_content=e.text))
+                elif isinstance(e, ev.ToolCallEvent):
+                    try:
+                        args = orjson.loads(e.call.arguments or "{}")
+                    except orjson.JSONDecodeError:
+                        args = e.call.arguments
+                    body = {"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
+                            "arguments": args}
+                    await ctx.tell_stream(frame(orjson.dumps(body).decode(), chunk="true", tool_call="true",
+                                                model=model))
+                elif isinstance(e, ev.ToolResultEvent):
+                    body = {"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
+                            "content": e.content, "isError": e.is_error}
+                    await ctx.tell_stream(frame(orjson.dumps(body).decode(), chunk="true", tool_call="true",
+                                                model=model))
+            result = await run.result()
+        except asyncio.CancelledError:
+            run.cancel()
+            raise
+        await ctx.tell_stream(frame("", stream_completed="true", model=model, **_usage_meta(result.usage)))
+        return result
+
+
+class LlmNodeConfig(AgentNodeConfig):
+    """url, key, model, systemPrompt, messages, params: as for ai/agent, without tools."""
+
+
+@register
+class LlmNode(AgentNode):
+    """One model call (no tool loop): the agent node without tools."""
+
+    type_name = "ai/llm"
+    Config = LlmNodeConfig
+
+    def init(self) -> None:
+        from ...config import AgentConfig
+
+        raw = {k: v for k, v in self.config.model_dump().items() if k != "tools"}
+        self.agent_config = AgentConfig.model_validate(raw)  # no tools: the loop makes one model call
+        self._agents = {}
+
+
+__all__ = ["FAILURE", "AgentNode", "LlmNode", "Message"]
