@@ -85,3 +85,19 @@ def test_a_chain_that_does_not_load_exits_1(tmp_path: Any, capsys: Any) -> None:
     assert "$.metadata.nodes[0].type" in err and "bad.json" in err
     assert main(["chain", "run", "missing-id", "--json"]) == 1
     assert main(["chain", "validate", str(bad)]) == 1
+
+
+def test_validate_tells_a_chain_and_lists_every_problem(tmp_path: Any, capsys: Any) -> None:
+    good = _write_chain(tmp_path)
+    assert main(["validate", good]) == 0
+    assert "rule chain: 'cli1', 2 node(s), 1 connection(s)" in capsys.readouterr().out
+    bad = tmp_path / "bad2.json"
+    bad.write_text(json.dumps({"ruleChain": {"id": "b"}, "metadata": {
+        "nodes": [{"id": "x", "type": "nope"},
+                  {"id": "x", "type": "exprFilter", "configuration": {"expr": "1 +"}}],
+        "connections": [{"fromId": "x", "toId": "ghost", "type": "True"}]}}))
+    assert main(["validate", str(bad)]) == 1
+    err = capsys.readouterr().err
+    for path in ("$.metadata.nodes[1].id", "$.metadata.connections[0].toId", "$.metadata.nodes[0].type",
+                 "$.metadata.nodes[1].configuration"):
+        assert path in err, err

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from .msg import DEFAULT, ERROR_MSG_KEY, FAILURE, JSON, STREAM, SUCCESS, RuleMsg
 
 if TYPE_CHECKING:
     from .engine import Chain, Node, RuleEngine
+
+log = logging.getLogger("chainreact.chains")
 
 
 @dataclass(slots=True)
@@ -136,6 +139,9 @@ class Run:
             except asyncio.CancelledError:
                 self._finish_one()
                 raise
+            except Exception:  # a callback (end, debug, stream) raised: keep the run's accounting sound
+                log.exception("chain %r node %r: callback failed", ctx.node.chain.id, ctx.node.id)
+                nxt = []
             for extra in nxt[1:]:
                 self._spawn_task(extra)
             self._finish_one()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -12,10 +13,20 @@ from pydantic import ValidationError
 
 from .components.base import REGISTRY, Component, load_builtin_components
 from .context import Budget, DebugEvent, DebugFn, End, Run, StreamFn
-from .dsl import ChainDef, ChainLoadError, NodeDef, chain_files, chain_from_dict, load_chain_file
+from .dsl import (
+    ChainDef,
+    ChainLoadError,
+    NodeDef,
+    chain_files,
+    chain_from_dict,
+    load_chain_file,
+    structural_errors,
+)
 from .lca import lca_of_node
 from .loadtime import substitute
 from .msg import FAILURE, RuleMsg
+
+log = logging.getLogger("chainreact.chains")
 
 
 class Node:
@@ -54,7 +65,8 @@ class Chain:
         self.nodes: dict[str, Node] = {}
         self.parents: dict[str, list[str]] = {}
         self._lca: dict[str, str | None] = {}
-        errors: list[tuple[str, str]] = []
+        # structure and every node's configuration, reported together
+        errors: list[tuple[str, str]] = structural_errors(definition)
         load_builtin_components()
         chain_info = {"id": self.id, "name": self.name, **(definition.ruleChain.additionalInfo or {})}
         env = {"global": engine.properties, "vars": self.vars, "ruleChain": chain_info}
@@ -77,12 +89,10 @@ class Chain:
                     errors.append((f"$.metadata.nodes[{i}].configuration{loc}", f"{err['msg']} ({nd.type})"))
             except (ValueError, TypeError, LookupError) as e:
                 errors.append((f"$.metadata.nodes[{i}].configuration", f"{nd.type}: {e}"))
-        for i, c in enumerate(definition.metadata.connections or []):
+        for c in definition.metadata.connections or []:
             src, dst = self.nodes.get(c.fromId), self.nodes.get(c.toId)
             if src is None or dst is None:
-                errors.append((f"$.metadata.connections[{i}]",
-                               f"connects missing node {c.fromId!r} -> {c.toId!r}"))
-                continue
+                continue  # reported by structural_errors
             src.routes.setdefault(c.type, []).append(dst)
             self.parents.setdefault(dst.id, [])
             if src.id not in self.parents[dst.id]:
@@ -217,7 +227,10 @@ class RuleEngine:
         def end_fn(e: End, _at_end: bool) -> None:
             ends.append(e)
             if on_end is not None:
-                on_end(e)
+                try:
+                    on_end(e)
+                except Exception:  # the caller's callback must not break the run's bookkeeping
+                    log.exception("on_end callback failed for chain %r", chain_id)
 
         dbg = on_debug or self.on_debug
         run = Run(self, chain, end_fn=end_fn, on_stream=on_stream, on_debug=dbg,
@@ -251,20 +264,30 @@ def _definition(source: ChainSource) -> tuple[ChainDef, str]:
     if isinstance(source, ChainDef):
         return source, "<chain>"
     if isinstance(source, dict):
-        return chain_from_dict(source), "<dict>"
+        return chain_from_dict(source, check=False), "<dict>"
     looks_inline = isinstance(source, str) and (source.lstrip().startswith(("{", "ruleChain"))
                                                 or "\n" in source)
     if isinstance(source, Path) or not looks_inline:
-        return load_chain_file(source), str(source)
+        return load_chain_file(source, check=False), str(source)
     from .dsl import parse_document
 
-    return chain_from_dict(parse_document(source)), "<string>"
+    return chain_from_dict(parse_document(source), check=False), "<string>"
 
 
 def validate_chain(source: ChainSource, *, properties: dict[str, Any] | None = None) -> Chain:
     """Compile a chain without serving it: raises ChainLoadError with every problem."""
-    return Chain(_definition(source)[0], RuleEngine(properties=properties),
-                 source=str(source) if isinstance(source, str | Path) else "<chain>")
+    definition, src = _definition(source)
+    return Chain(definition, RuleEngine(properties=properties), source=src)
+
+
+def validate(data: Any, *, source: str | None = None) -> str:
+    """`chainreact validate`'s hook: check a parsed chain document; a one-line summary, or ChainLoadError
+    (a ConfigError) listing every problem with its JSON path."""
+    definition = chain_from_dict(data, source or "<chain>", check=False)
+    chain = Chain(definition, RuleEngine(), source=source or "<chain>")
+    conns = len(definition.metadata.connections or [])
+    chain.close()
+    return f"{chain.id!r}, {len(chain.nodes)} node(s), {conns} connection(s)"
 
 
 __all__ = ["Chain", "DebugEvent", "End", "Iterable", "Node", "RuleEngine", "validate_chain"]

@@ -279,7 +279,9 @@ class For(Component):
     async def _item(self, ctx: NodeContext, msg: RuleMsg, results: list[Any]) -> RuleMsg:
         mode = self.config.mode
         if mode == 3:
-            asyncio.get_running_loop().create_task(self._run(ctx, msg.copy(), None))
+            task = asyncio.get_running_loop().create_task(self._run(ctx, msg.copy(), None))
+            ctx.run.tasks.add(task)  # cancelled with the message; not awaited (fire and forget)
+            task.add_done_callback(ctx.run.tasks.discard)
             return msg
         ends: list[End] = []
         await self._run(ctx, msg.copy(), ends.append)
