@@ -43,5 +43,5 @@ def test_example_runs(name: str) -> None:
     proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
                           timeout=120, env=env, cwd=EXAMPLES.parent)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    for needle in EXPECTED.get(name, []):
+    for needle in EXPECTED[name]:
         assert needle in proc.stdout, f"{name}: {needle!r} not in output:\n{proc.stdout[-2000:]}"

@@ -1,27 +1,65 @@
 """chainreact: declarative ReAct agents and the workflows they run in.
 
-`import chainreact` stays cheap: the public names below load their modules on first use.
+`import chainreact` stays cheap: the public names below load their modules on first use. Type checkers
+read the same names from the `TYPE_CHECKING` imports (kept equal to `_LAZY` by a test).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from chainreact.agent import (
+        Agent,
+        AgentContext,
+        AgentRegistry,
+        AgentRun,
+        CancelMode,
+        Middleware,
+        RunResult,
+    )
+    from chainreact.config import (
+        AgentConfig,
+        AgentDocument,
+        ModelParams,
+        load_document,
+        resolve_agent_config,
+    )
+    from chainreact.errors import ChainreactError, ConfigError, ModelError, ToolError
+    from chainreact.llm import ModelClient
+    from chainreact.tools import Tool, ToolContext, ToolOutput, tool
+    from chainreact.types import Event, Message, ToolCall, Usage
+
 _LAZY = {
     "Agent": "chainreact.agent",
-    "RunResult": "chainreact.agent",
+    "AgentContext": "chainreact.agent",
+    "AgentRegistry": "chainreact.agent",
+    "AgentRun": "chainreact.agent",
+    "CancelMode": "chainreact.agent",
     "Middleware": "chainreact.agent",
-    "tool": "chainreact.tools",
-    "Tool": "chainreact.tools",
+    "RunResult": "chainreact.agent",
     "AgentConfig": "chainreact.config",
+    "AgentDocument": "chainreact.config",
+    "ModelParams": "chainreact.config",
     "load_document": "chainreact.config",
+    "resolve_agent_config": "chainreact.config",
+    "ChainreactError": "chainreact.errors",
+    "ConfigError": "chainreact.errors",
+    "ModelError": "chainreact.errors",
+    "ToolError": "chainreact.errors",
     "ModelClient": "chainreact.llm",
+    "Tool": "chainreact.tools",
+    "ToolContext": "chainreact.tools",
+    "ToolOutput": "chainreact.tools",
+    "tool": "chainreact.tools",
+    "Event": "chainreact.types",
     "Message": "chainreact.types",
     "ToolCall": "chainreact.types",
     "Usage": "chainreact.types",
 }
+
 
 def __getattr__(name: str) -> Any:
     mod = _LAZY.get(name)
@@ -38,4 +76,9 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [
+    "Agent", "AgentConfig", "AgentContext", "AgentDocument", "AgentRegistry", "AgentRun", "CancelMode",
+    "ChainreactError", "ConfigError", "Event", "Message", "Middleware", "ModelClient", "ModelError",
+    "ModelParams", "RunResult", "Tool", "ToolCall", "ToolContext", "ToolError", "ToolOutput", "Usage",
+    "__version__", "load_document", "resolve_agent_config", "tool",
+]
