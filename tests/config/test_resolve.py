@@ -89,6 +89,30 @@ def test_a_resolved_document_is_not_rendered_twice() -> None:
     assert resolve_agent_config(doc, {"k": "other"}).config.key == "${env('HOME')}"
 
 
+def test_a_value_that_is_wholly_one_template_keeps_its_type() -> None:
+    extra = {"thinking.budget_tokens": "${global.budget}", "flags": "${global.flags}",
+             "label": "n=${global.budget}"}
+    g = {"budget": 1024, "flags": [True, None], "schema": {"type": "object"}}
+    doc = resolve_agent_config({"url": "http://x/v1",
+                                "params": {"extraFields": extra, "jsonSchema": "${global.schema}"}}, g)
+    assert doc.config.params.extraFields == {"thinking.budget_tokens": 1024, "flags": [True, None],
+                                             "label": "n=1024"}
+    assert doc.config.params.jsonSchema == {"type": "object"}
+
+
+def test_a_typed_value_that_does_not_fit_its_field_is_an_error_with_the_path() -> None:
+    with pytest.raises(ConfigError) as e:
+        resolve_agent_config({"url": "http://x/v1", "failover": [{"url": "http://y/v1",
+                                                                   "params": {"stop": ["${global.n}"]}}]},
+                             {"n": 5})
+    assert e.value.errors[0][0] == "$.failover[0].params.stop[0]"
+
+
+def test_an_undefined_top_level_name_is_named_too() -> None:
+    with pytest.raises(ConfigError, match="globl"):
+        resolve_agent_config({"url": "${globl.url}"}, {"url": "http://x/v1"})
+
+
 def test_a_template_syntax_error_names_the_field() -> None:
     with pytest.raises(ConfigError) as e:
         resolve_agent_config({"url": "http://x/v1", "model": "${global.}"}, {})

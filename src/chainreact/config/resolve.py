@@ -7,6 +7,7 @@ document means the same thing whichever way it is run:
   template that names an undefined variable is a ConfigError naming the variable and the field (never a
   silent switch to the embedded model because `url` came out empty);
 - `params` (also `extraFields`) of the primary and of every failover endpoint, and `images`, are rendered;
+  a value that is wholly one `${...}` keeps its type (`"${global.budget}"` gives 1024, not "1024");
 - `systemPrompt`, `messages` and tool descriptors are left as they are: they may read `metadata` and
   session values, so the agent renders them per run (`render_run_texts` does it for a one-off call).
 
@@ -18,14 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
-from .loader import AgentDocument, load_document
+from .loader import AgentDocument, _json_path, load_document
 from .models import AgentConfig, FailoverEndpoint, ModelParams, is_local_url
 
 __all__ = ["as_document", "render_run_texts", "resolve_agent_config", "template_context",
@@ -137,45 +138,44 @@ class _Renderer:
         return ConfigError(f"{self.where}: {path}: {message}", source=self.doc.source,
                            errors=[(path, message)])
 
-    def _render(self, value: Any, field: str, ctx: Any) -> Any:
-        from ..template import TemplateError, render_obj
+    def _render(self, value: Any, field: str, *, strict: bool = False, typed: bool = False) -> Any:
+        from ..template import TemplateError, render, render_obj
 
         try:
-            return render_obj(value, ctx)
+            if typed or not isinstance(value, str):
+                return render_obj(value, self.ctx(), strict=strict, field=field)
+            return render(value, self.ctx(), strict=strict, field=field)
         except TemplateError as e:
+            if e.variable:
+                example = e.variable.removeprefix("global.")
+                raise self.error(field, f"{value!r} uses {e.variable}, which is not defined (set it with "
+                                        f"--global {example}=... or Agent.from_config(..., globals=...))"
+                                 ) from None
             raise self.error(field, str(e)) from None
 
     def text(self, value: Any, field: str) -> Any:
-        """Render without strictness (an undefined variable follows the template engine's rule)."""
+        """Render to text without strictness (an undefined variable follows the template engine's rule)."""
         if not _has_template(value):
             return value
-        return self._render(value, field, self.ctx())
+        return self._render(value, field)
 
     def strict(self, value: Any, field: str) -> Any:
-        """Render; any undefined variable is an error naming it and the field."""
+        """Render to text; any undefined variable is an error naming it and the field."""
         if not _has_template(value):
             return value
-        misses: list[str] = []
-        ctx = dataclasses.replace(self.ctx(), globals=_Probe(self.globals, "global", misses))
-        out = self._render(value, field, ctx)
-        if misses:
-            names = ", ".join(dict.fromkeys(misses))
-            example = misses[0].removeprefix("global.")
-            raise self.error(field, f"{value!r} uses {names}, which is not defined (set it with "
-                                    f"--global {example}=... or Agent.from_config(..., globals=...))")
-        return out
+        return self._render(value, field, strict=True)
 
     def params(self, params: ModelParams, field: str) -> ModelParams:
         data = params.model_dump(exclude_unset=True)
         if not _has_template(data):
             return params
-        rendered = self.text(data, field)
+        # typed: a value that is wholly one ${...} keeps its type ("${global.budget}" -> 1024)
+        rendered = self._render(data, field, typed=True)
         try:
             return ModelParams.model_validate(rendered)
         except ValidationError as e:
             first = e.errors()[0]
-            sub = ".".join(str(p) for p in first["loc"])
-            raise self.error(f"{field}.{sub}" if sub else field,
+            raise self.error(_json_path(tuple(first["loc"]), field),
                              f"after rendering templates: {first['msg']} (got {first.get('input')!r:.80})"
                              ) from None
 
@@ -203,40 +203,3 @@ def _has_template(value: Any) -> bool:
     if isinstance(value, BaseModel):
         return _has_template(value.model_dump())
     return False
-
-
-class _Probe(Mapping[str, Any]):
-    """A read-only view of the globals that records every key looked up and not found (`global.a.b`),
-    so a strict render can name the undefined variable."""
-
-    __slots__ = ("_data", "_misses", "_path")
-
-    def __init__(self, data: Mapping[str, Any], path: str, misses: list[str]):
-        self._data = data
-        self._path = path
-        self._misses = misses
-
-    def __contains__(self, key: object) -> bool:
-        found = key in self._data
-        if not found:
-            self._misses.append(f"{self._path}.{key}")
-        return found
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            value = self._data[key]
-        except (KeyError, TypeError):
-            self._misses.append(f"{self._path}.{key}")
-            raise KeyError(key) from None
-        if isinstance(value, Mapping):
-            return _Probe(value, f"{self._path}.{key}", self._misses)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return repr(self._data)
