@@ -14,6 +14,9 @@ from pathlib import Path
 from .fileio import atomic_write, open_regular
 from .workspace import Workspace
 
+# Files larger than this are not copied into a backup (the change still happens; the result says so).
+BACKUP_MAX_BYTES = 16 * 1024 * 1024
+
 BACKUP_DIR = ".chainreact/backups"
 
 

@@ -8,7 +8,6 @@ cancelled, the whole process group is killed, so background children never outli
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import time
@@ -19,6 +18,7 @@ from ...errors import ConfigError
 from ..base import Tool, ToolContext, ToolOutput
 from .bash_policy import CommandPolicy, Refused
 from .output import HeadTail
+from .process import kill_session
 from .workspace import (
     Workspace,
     check_config_keys,
@@ -59,6 +59,9 @@ class BashTool(Tool):
         self.policy = policy or CommandPolicy()
         self.extra_env = dict(env or {})
         self._groups: set[int] = set()
+        self._spawning: set[asyncio.Future[asyncio.subprocess.Process]] = set()
+        self._reapers: set[asyncio.Future[int]] = set()
+        self._closing = False
         self.description = description or (
             "Run a bash command line in the workspace directory and get its exit code, stdout and stderr. "
             f"Times out after {timeout:g} s (the whole process group is killed); long output is cut in "
@@ -114,13 +117,25 @@ class BashTool(Tool):
         limit = self.max_output * 4  # bytes per stream kept at each end; enough for max_output characters
         out, err = HeadTail(limit), HeadTail(limit)
         started = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
+        # The spawn runs as its own task, shielded: a cancel or aclose() that lands while the child is
+        # being created cannot lose its pid; the child is killed as soon as the spawn completes.
+        spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
             "/bin/bash", "-c", command,
             cwd=self.workspace.root, env=self.environment(),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # own session and process group: pgid == pid
-        )
+            start_new_session=True,  # own session and process group: pgid == sid == pid
+        ))
+        self._spawning.add(spawn)
+        try:
+            proc = await asyncio.shield(spawn)
+        except BaseException:
+            spawn.add_done_callback(self._kill_spawned)
+            raise
+        finally:
+            self._spawning.discard(spawn)
         pgid = proc.pid
+        if self._closing:
+            kill_session(pgid)  # aclose() ran while this child was being spawned
         self._groups.add(pgid)
         assert proc.stdout is not None and proc.stderr is not None
         readers = [asyncio.create_task(_pump(proc.stdout, out)), asyncio.create_task(_pump(proc.stderr, err))]
@@ -132,13 +147,13 @@ class BashTool(Tool):
                 timed_out = True
         except BaseException:
             # Cancelled (or failed): nothing may survive the call.
-            _kill_group(pgid)
+            kill_session(pgid)
             self._groups.discard(pgid)
             for task in readers:
                 task.cancel()
             raise
         duration = time.monotonic() - started
-        _kill_group(pgid)
+        kill_session(pgid)
         self._groups.discard(pgid)
         undrained = False
         try:
@@ -179,10 +194,27 @@ class BashTool(Tool):
         text = "\n".join(parts)
         return ToolOutput(content=text, is_error=True) if r.timed_out else text
 
+    def _kill_spawned(self, spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+        """Done-callback of a spawn whose caller went away: kill the child, then reap it."""
+        if spawn.cancelled() or spawn.exception() is not None:
+            return
+        proc = spawn.result()
+        kill_session(proc.pid)
+        reaper = asyncio.ensure_future(proc.wait())
+        self._reapers.add(reaper)
+        reaper.add_done_callback(self._reapers.discard)
+
     async def aclose(self) -> None:
-        for pgid in list(self._groups):
-            _kill_group(pgid)
-        self._groups.clear()
+        # Calls still spawning see the flag right after their spawn completes (no await in between).
+        self._closing = True
+        try:
+            for pgid in list(self._groups):
+                kill_session(pgid)
+            self._groups.clear()
+            if self._spawning:
+                await asyncio.wait(list(self._spawning))
+        finally:
+            self._closing = False
 
 
 async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float) -> None:
@@ -216,11 +248,6 @@ async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float) -> None:
 async def _pump(stream: asyncio.StreamReader, sink: HeadTail) -> None:
     while chunk := await stream.read(65536):
         sink.feed(chunk)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _describe_exit(code: int | None) -> str:

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, ToolOutput
-from .backups import BackupStore
+from .backups import BACKUP_MAX_BYTES, BackupStore
 from .fileio import SNIFF_BYTES, NotRegularFileError, atomic_write, human_size, looks_binary, open_regular
-from .files import BACKUP_MAX_BYTES, COMMON_KEYS, backups_from_config, error, plural
+from .files import COMMON_KEYS, backups_from_config
+from .results import error, plural
 from .workspace import PathEscapeError, Workspace, check_config_keys, description_from, workspace_from_config
 
 # Text files larger than this are not edited in memory; the error suggests bash (sed) instead.

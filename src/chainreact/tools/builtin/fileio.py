@@ -43,16 +43,33 @@ _MAGIC: list[tuple[bytes, str]] = [
 
 
 class NotRegularFileError(ToolError):
-    """A FIFO, socket or device: reading it could block forever or return endless data."""
+    """A FIFO, socket or device: reading it could block forever or return endless data.
+
+    Also a regular file with more than one hard link (`hard_linked`): a link inside the workspace
+    can name a file outside it (`ln /etc/shadow ws/x` by anyone who can write the workspace), and
+    nothing in the path tells the two apart, so such files are not read.
+    """
+
+    def __init__(self, message: str, *, hard_linked: bool = False):
+        super().__init__(message)
+        self.hard_linked = hard_linked
 
 
-def open_regular(path: Path, flags: int = os.O_RDONLY) -> BinaryIO:
-    """Open a regular file without following a symlink in the last component (closes a swap race)."""
+def open_regular(path: Path, flags: int = os.O_RDONLY, *, allow_hard_links: bool = False) -> BinaryIO:
+    """Open a regular file without following a symlink in the last component (closes a swap race).
+
+    The checks run on the opened descriptor, so a file swapped in after a path check is caught too.
+    """
     fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotRegularFileError(f"{path.name!r} is not a regular file ({_kind(st.st_mode)})")
+        if st.st_nlink > 1 and not allow_hard_links:
+            raise NotRegularFileError(
+                f"{path.name!r} has {st.st_nlink} hard links; a hard link may point at a file outside the "
+                "workspace, so it is not opened. Copy the file (cp) if its content is needed",
+                hard_linked=True)
         # Regular files ignore O_NONBLOCK, but clear it so reads behave normally everywhere.
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, ToolOutput
-from .backups import BackupStore
+from .backups import BACKUP_MAX_BYTES, BackupStore
 from .fileio import (
     SNIFF_BYTES,
     NotRegularFileError,
@@ -23,6 +23,7 @@ from .fileio import (
     looks_binary,
     open_regular,
 )
+from .results import error, plural
 from .workspace import (
     PathEscapeError,
     Workspace,
@@ -32,17 +33,6 @@ from .workspace import (
     description_from,
     workspace_from_config,
 )
-
-# Files larger than this are not copied into a backup (the change still happens; the result says so).
-BACKUP_MAX_BYTES = 16 * 1024 * 1024
-
-
-def error(message: str) -> ToolOutput:
-    return ToolOutput(content=f"Error: {message}", is_error=True)
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def count_lines(data: bytes) -> int:
