@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from ..types import Message
 from .codec import drop_orphan_results, dumps, estimate_tokens, loads, message_from_dict, message_to_dict
+from .embeddings import Embedder, fuse, pack, rank
 from .errors import RunNotFoundError, StateError
 from .url import StoreURL
 
@@ -115,6 +116,7 @@ class Store(abc.ABC):
 
     def __init__(self, url: StoreURL):
         self.url = url
+        self.embedder: Embedder | None = None  # set by open_store(embedder=...): vectors for memory
 
     async def __aenter__(self) -> Store:
         return self
@@ -221,25 +223,66 @@ class Store(abc.ABC):
         except TypeError as e:
             raise StateError(f"remember: metadata is not JSON-serialisable ({e})") from None
         entry = MemoryEntry(0, text, scope, type, meta, time.time(), namespace)
-        entry.id = await self._remember(entry, meta_json)
+        vector, model = None, None
+        if self.embedder is not None:  # before the insert: a failing endpoint stores nothing
+            vector, model = pack((await self.embedder.embed([text]))[0]), self.embedder.model
+        entry.id = await self._remember(entry, meta_json, vector, model)
         return entry
 
     async def recall(self, query: str, k: int = 5, *, scope: str | None = None, type: str | None = None,
-                     namespace: str | None = "", include_global: bool = True) -> list[MemoryEntry]:
-        """The `k` memories that best match `query` (full-text ranking, best first).
+                     namespace: str | None = "", include_global: bool = True,
+                     mode: str = "text") -> list[MemoryEntry]:
+        """The `k` memories that best match `query`, best first.
 
-        `scope=None` searches every scope; an owner's scope also searches "global" unless
-        `include_global=False`. `namespace=None` searches every namespace. A query with no searchable
-        words returns the most recent memories.
+        `mode`: "text" (full-text ranking, the default), "vector" (cosine similarity of embeddings;
+        needs an embedder) or "hybrid" (both, reciprocal-rank fused). `scope=None` searches every
+        scope; an owner's scope also searches "global" unless `include_global=False`. `namespace=None`
+        searches every namespace. A query with no searchable words returns the most recent memories.
         """
         if not isinstance(k, int) or k < 1:
             raise StateError(f"recall: k must be a positive integer, got {k!r}")
         if type is not None:
             self._check_type(type)
+        if mode not in ("text", "vector", "hybrid"):
+            raise StateError(f"recall: mode {mode!r} is not one of text, vector, hybrid")
         scopes: list[str] | None = None
         if scope is not None:
             scopes = [scope] + ([GLOBAL] if include_global and scope != GLOBAL else [])
-        return await self._recall(search_words(query or ""), k, scopes, type, namespace)
+        words = search_words(query or "")
+        if mode == "text" or not words:
+            return await self._recall(words, k, scopes, type, namespace)
+        if self.embedder is None:
+            raise StateError(f"recall(mode={mode!r}) needs an embeddings endpoint: open the store with "
+                             "open_store(url, embedder=OpenAIEmbedder(url, model))")
+        qv = (await self.embedder.embed([query]))[0]
+        candidates = await self._vector_candidates(scopes, type, namespace, self.embedder.model)
+        by_vector = []
+        for entry, score in rank(qv, candidates, k if mode == "vector" else 3 * k):
+            entry.score = score
+            by_vector.append(entry)
+        if mode == "vector":
+            return by_vector
+        by_text = await self._recall(words, 3 * k, scopes, type, namespace)
+        out = []
+        for entry, score in fuse(by_text, by_vector, k=k, key=lambda e: e.id):
+            entry.score = score
+            out.append(entry)
+        return out
+
+    async def embed_missing(self, *, batch: int = 64) -> int:
+        """Give every memory without a vector of the current embedder's model one; returns how many."""
+        if self.embedder is None:
+            raise StateError("embed_missing needs an embeddings endpoint: open_store(url, embedder=...)")
+        done = 0
+        while True:
+            rows = await self._missing_vectors(self.embedder.model, batch)
+            if not rows:
+                return done
+            vectors = await self.embedder.embed([text for _, text in rows])
+            model = self.embedder.model
+            await self._put_vectors([(mid, model, pack(v))
+                                     for (mid, _), v in zip(rows, vectors, strict=True)])
+            done += len(rows)
 
     async def forget(self, memory_id: int | None = None, *, scope: str | None = None,
                      namespace: str | None = None) -> int:
@@ -259,7 +302,18 @@ class Store(abc.ABC):
             raise StateError(f"memory type {type!r} is not one of {', '.join(MEMORY_TYPES)}")
 
     @abc.abstractmethod
-    async def _remember(self, entry: MemoryEntry, metadata_json: str) -> int: ...
+    async def _remember(self, entry: MemoryEntry, metadata_json: str, vector: bytes | None,
+                        model: str | None) -> int: ...
+
+    @abc.abstractmethod
+    async def _vector_candidates(self, scopes: list[str] | None, type: str | None, namespace: str | None,
+                                 model: str) -> list[tuple[MemoryEntry, bytes]]: ...
+
+    @abc.abstractmethod
+    async def _missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]: ...
+
+    @abc.abstractmethod
+    async def _put_vectors(self, rows: list[tuple[int, str, bytes]]) -> None: ...
 
     @abc.abstractmethod
     async def _recall(self, words: list[str], k: int, scopes: list[str] | None, type: str | None,

@@ -99,9 +99,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             "data jsonb NOT NULL, created_at double precision NOT NULL, PRIMARY KEY (run_id, event_id))",
         ),
     ),
+    Migration(
+        4, "memory embeddings",
+        sqlite=(
+            # Unit-length float32 vectors (state/embeddings.py), with the model that made them.
+            "CREATE TABLE memory_vectors (memory_id INTEGER PRIMARY KEY, model TEXT NOT NULL, "
+            "vector BLOB NOT NULL)",
+            "CREATE TRIGGER memories_vec_ad AFTER DELETE ON memories BEGIN "
+            "DELETE FROM memory_vectors WHERE memory_id = old.id; END",
+        ),
+        postgres=(
+            "CREATE TABLE memory_vectors (memory_id bigint PRIMARY KEY REFERENCES memories (id) "
+            "ON DELETE CASCADE, model text NOT NULL, vector bytea NOT NULL)",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version
+# The tables `chainreact state info` counts.
+COUNTED = ("sessions", "messages", "memories", "memory_vectors", "runs", "run_events")
 
 
 def pending(current: int) -> list[Migration]:

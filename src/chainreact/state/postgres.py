@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from .base import MemoryEntry, MessageRow, RunEvent, RunRecord, SessionInfo, Store
 from .codec import loads
 from .errors import RunConflictError, StateConnectionError, StateError, StateSchemaError
-from .migrations import LATEST, SCHEMA_TABLE_POSTGRES, pending
+from .migrations import COUNTED, LATEST, SCHEMA_TABLE_POSTGRES, pending
 from .url import StoreURL
 
 T = TypeVar("T")
@@ -141,8 +141,7 @@ class PostgresStore(Store):
 
     async def _counts(self) -> dict[str, int]:
         async def body(c: Any) -> dict[str, int]:
-            return {t: int(await c.fetchval(f"SELECT count(*) FROM {t}"))
-                    for t in ("sessions", "messages", "memories", "runs", "run_events")}
+            return {t: int(await c.fetchval(f"SELECT count(*) FROM {t}")) for t in COUNTED}
         return await self._run(body, write=False)
 
     async def info(self) -> Any:
@@ -234,13 +233,47 @@ class PostgresStore(Store):
     def _memory(r: Any, score: float | None = None) -> MemoryEntry:
         return MemoryEntry(int(r[0]), r[1], r[2], r[3], loads(r[4]), float(r[5]), r[6], score)
 
-    async def _remember(self, entry: MemoryEntry, metadata_json: str) -> int:
+    async def _remember(self, entry: MemoryEntry, metadata_json: str, vector: bytes | None,
+                        model: str | None) -> int:
+        args = [entry.namespace, entry.scope, entry.type, entry.text, metadata_json, entry.created_at]
+        insert = ("INSERT INTO memories (namespace, scope, type, text, metadata, created_at) "
+                  "VALUES ($1, $2, $3, $4, $5::jsonb, $6) RETURNING id")
+        if vector is not None:
+            insert = (f"WITH m AS ({insert}), v AS (INSERT INTO memory_vectors (memory_id, model, vector) "
+                      "SELECT id, $7, $8 FROM m) SELECT id FROM m")
+            args += [model, vector]
+
         async def body(c: Any) -> int:
-            return int(await c.fetchval(
-                "INSERT INTO memories (namespace, scope, type, text, metadata, created_at) "
-                "VALUES ($1, $2, $3, $4, $5::jsonb, $6) RETURNING id", entry.namespace, entry.scope,
-                entry.type, entry.text, metadata_json, entry.created_at))
+            return int(await c.fetchval(insert, *args))
         return await self._run(body, write=True)
+
+    async def _vector_candidates(self, scopes: list[str] | None, type: str | None, namespace: str | None,
+                                 model: str) -> list[tuple[MemoryEntry, bytes]]:
+        params: list[Any] = [model]
+        cond = self._filters(scopes, type, namespace, params)
+        sql = (f"SELECT {self._MEMORY_COLS}, v.vector FROM memories m JOIN memory_vectors v "
+               f"ON v.memory_id = m.id WHERE v.model = $1{cond}")
+
+        async def body(c: Any) -> list[tuple[MemoryEntry, bytes]]:
+            return [(self._memory(r), bytes(r[7])) for r in await c.fetch(sql, *params)]
+        return await self._run(body, write=False)
+
+    async def _missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
+        async def body(c: Any) -> list[tuple[int, str]]:
+            rows = await c.fetch("SELECT m.id, m.text FROM memories m LEFT JOIN memory_vectors v ON "
+                                 "v.memory_id = m.id AND v.model = $1 WHERE v.memory_id IS NULL "
+                                 "ORDER BY m.id LIMIT $2", model, limit)
+            return [(int(r[0]), r[1]) for r in rows]
+        return await self._run(body, write=False)
+
+    async def _put_vectors(self, rows: list[tuple[int, str, bytes]]) -> None:
+        async def body(c: Any) -> None:
+            await c.execute(
+                "INSERT INTO memory_vectors (memory_id, model, vector) SELECT * FROM "
+                "unnest($1::bigint[], $2::text[], $3::bytea[]) ON CONFLICT (memory_id) DO UPDATE SET "
+                "model = EXCLUDED.model, vector = EXCLUDED.vector",
+                [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        await self._run(body, write=True)
 
     @staticmethod
     def _filters(scopes: list[str] | None, type: str | None, namespace: str | None,

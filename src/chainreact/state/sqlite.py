@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from .base import MemoryEntry, MessageRow, RunEvent, RunRecord, SessionInfo, Store
 from .codec import loads
 from .errors import RunConflictError, StateError, StateSchemaError
-from .migrations import LATEST, SCHEMA_TABLE_SQLITE, pending
+from .migrations import COUNTED, LATEST, SCHEMA_TABLE_SQLITE, pending
 from .url import StoreURL
 
 T = TypeVar("T")
@@ -180,8 +180,7 @@ class SQLiteStore(Store):
 
     def _counts_sync(self) -> dict[str, int]:
         c = self._c
-        return {t: int(c.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
-                for t in ("sessions", "messages", "memories", "runs", "run_events")}
+        return {t: int(c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in COUNTED}
 
     async def _counts(self) -> dict[str, int]:
         return await self._call(self._counts_sync)
@@ -269,14 +268,46 @@ class SQLiteStore(Store):
     def _memory(row: Any, score: float | None = None) -> MemoryEntry:
         return MemoryEntry(int(row[0]), row[1], row[2], row[3], loads(row[4]), float(row[5]), row[6], score)
 
-    async def _remember(self, entry: MemoryEntry, metadata_json: str) -> int:
+    async def _remember(self, entry: MemoryEntry, metadata_json: str, vector: bytes | None,
+                        model: str | None) -> int:
         def run() -> int:
             with self._write() as c:
                 cur = c.execute("INSERT INTO memories (namespace, scope, type, text, metadata, created_at) "
                                 "VALUES (?, ?, ?, ?, ?, ?)", (entry.namespace, entry.scope, entry.type,
                                                               entry.text, metadata_json, entry.created_at))
-                return int(cur.lastrowid or 0)
+                mid = int(cur.lastrowid or 0)
+                if vector is not None:
+                    c.execute("INSERT INTO memory_vectors (memory_id, model, vector) VALUES (?, ?, ?)",
+                              (mid, model, vector))
+                return mid
         return await self._call(run)
+
+    async def _vector_candidates(self, scopes: list[str] | None, type: str | None, namespace: str | None,
+                                 model: str) -> list[tuple[MemoryEntry, bytes]]:
+        cond, params = self._filters(scopes, type, namespace)
+
+        def run() -> list[tuple[MemoryEntry, bytes]]:
+            rows = self._c.execute(f"SELECT {self._MEMORY_COLS}, v.vector FROM memories m "
+                                   "JOIN memory_vectors v ON v.memory_id = m.id "
+                                   f"WHERE v.model = ?{cond}", [model, *params])
+            return [(self._memory(r), bytes(r[7])) for r in rows]
+        return await self._call(run)
+
+    async def _missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
+        def run() -> list[tuple[int, str]]:
+            rows = self._c.execute("SELECT m.id, m.text FROM memories m LEFT JOIN memory_vectors v ON "
+                                   "v.memory_id = m.id AND v.model = ? WHERE v.memory_id IS NULL "
+                                   "ORDER BY m.id LIMIT ?", (model, limit))
+            return [(int(r[0]), r[1]) for r in rows]
+        return await self._call(run)
+
+    async def _put_vectors(self, rows: list[tuple[int, str, bytes]]) -> None:
+        def run() -> None:
+            with self._write() as c:
+                c.executemany("INSERT INTO memory_vectors (memory_id, model, vector) VALUES (?, ?, ?) "
+                              "ON CONFLICT (memory_id) DO UPDATE SET model = excluded.model, "
+                              "vector = excluded.vector", rows)
+        await self._call(run)
 
     @staticmethod
     def _filters(scopes: list[str] | None, type: str | None, namespace: str | None) -> tuple[str, list[Any]]:
