@@ -18,14 +18,13 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from .base import Store
+from .factory import open_store
 
 T = TypeVar("T")
 
 
 class SyncStore:
     def __init__(self, url: str | None = None, **kwargs: Any):
-        from . import open_store
-
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="chainreact-state", daemon=True)
         self._thread.start()
