@@ -101,3 +101,15 @@ async def test_cancel_after_finish_reports_finished(server: FakeLLM) -> None:
     result = await run.result()
     assert result.content == "quick"
     assert await run.cancel("immediate").wait() == "finished"
+
+
+async def test_after_model_keeps_a_final_answer_the_model_completed(server: FakeLLM) -> None:
+    """Issue 9 item 9: the model's answer is complete at the safe point, so the run ends with it."""
+    server.add_turns([{"text": "the complete answer", "first_byte_delay": 0.3}])
+    run = make_agent(server).start("go")
+    handle = run.cancel("after_model")
+    events = [ev async for ev in run]
+    assert await asyncio.wait_for(handle.wait(), 5) == "finished"
+    result = await run.result()
+    assert result.content == "the complete answer" and result.stop_reason == "stop"
+    assert events[-1].type == "final" and result.messages[-1].content == "the complete answer"

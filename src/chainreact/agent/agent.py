@@ -164,6 +164,11 @@ class Agent:
             text = inject_catalog(text, self._skills)
         return text
 
+    def _inject_catalog(self, text: str) -> str:
+        from ..tools.skills import inject_catalog
+
+        return inject_catalog(text, self._skills)
+
     def _preset(self, metadata: Mapping[str, Any] | None) -> list[ChatMessage]:
         """Preset messages, with `${...}` in their text rendered for this run."""
         if not any(isinstance(m.content, str) and "${" in m.content for m in self.preset_messages):
@@ -184,6 +189,10 @@ class Agent:
         return ToolDescriptor.model_validate(render_obj(data, self._template_ctx()))
 
     # -- lifecycle --------------------------------------------------------------------------------
+
+    @property
+    def agent_id(self) -> str:
+        return str(self.rule_chain.get("id") or self.name)
 
     def load_sub_agent(self, found: Any) -> Agent:
         """An agent-registry entry (a document, a path, an Agent) as an Agent sharing our globals."""
@@ -268,6 +277,7 @@ class Agent:
             # The in-process I/O: the client's own `call` with wrap_model bound, no frame of ours added.
             model=functools.partial(client.call, wrap=self._mw.model_wrapper()),
             call_tool=self._tool_io,
+            system_hook=self._inject_catalog if self._skills is not None else None,
             client=client,
             on_self_heal=self._self_healed,
         )
@@ -309,12 +319,13 @@ class Agent:
 
     def as_tool(self, name: str | None = None, description: str | None = None, *,
                 input_schema: dict[str, Any] | None = None, full_history: bool = False,
-                emit_internal_events: bool = False) -> Tool:
-        """This agent as a tool of another agent (see as_tool.py)."""
+                emit_internal_events: bool = False, timeout: float | None = None) -> Tool:
+        """This agent as a tool of another agent (see as_tool.py); `timeout` in seconds."""
         from .as_tool import AgentTool
 
         return AgentTool(self, name=name, description=description, input_schema=input_schema,
-                         full_history=full_history, emit_internal_events=emit_internal_events)
+                         full_history=full_history, emit_internal_events=emit_internal_events,
+                         timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} model={self.config.model!r}>"

@@ -62,7 +62,7 @@ def history_as_context(messages: list[Message]) -> str:
 class AgentTool(Tool):
     def __init__(self, agent: Plannable, *, name: str | None = None, description: str | None = None,
                  input_schema: dict[str, Any] | None = None, full_history: bool = False,
-                 emit_internal_events: bool = False):
+                 emit_internal_events: bool = False, timeout: float | None = None):
         self.agent = agent
         self.name = _tool_name(name or agent.name)
         self.description = description or agent.description or f"Delegate a task to the {agent.name} agent."
@@ -70,6 +70,7 @@ class AgentTool(Tool):
         self.custom_input = input_schema is not None
         self.full_history = full_history
         self.emits_events = emit_internal_events
+        self.timeout = timeout
 
     def _input(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         request = orjson.dumps(args).decode() if self.custom_input else str(args.get("request", ""))

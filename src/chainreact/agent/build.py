@@ -5,7 +5,8 @@
     {"type": "python", "name", "config": {"function": "pkg.mod:fn"}}   a Python function
     {"type": "http" | "standard", ...}      an HTTP endpoint (the flow spec's ToolForAIDef)
     {"type": "mcp", ...}                    the tools of an MCP server (filtered)
-    {"type": "agent", "targetId": "id"}     another agent document, as a tool
+    {"type": "agent", "targetId": "id"}     another agent document, as a tool (`parameters`: its input
+                                            schema; `timeout` in ms, default 120 s)
     {"type": "rulechain", ...}              reserved for the chain engine (not available yet)
 
 Tool objects and plain functions (programmatic users) pass through unchanged.
@@ -59,10 +60,19 @@ class AgentRegistry:
         return sorted(ids)
 
 
+MAX_AGENT_DEPTH = 8  # sub-agents of sub-agents... at most this deep
+AGENT_TOOL_TIMEOUT_MS = 120_000  # the spec's default for `agent` / `rulechain` tools
+
+
 class ToolOwner(Protocol):
     """What resolving tools needs from the agent that owns them (the Agent implements it)."""
 
     name: str
+
+    @property
+    def agent_id(self) -> str:
+        """The document's id (else the name): how sub-agent cycles are recognised."""
+        ...
     base_dir: Path
     providers: dict[str, Any]
     agents: AgentRegistry
@@ -192,7 +202,57 @@ def _agent_tool(desc: ToolDescriptor, owner: ToolOwner, where: str) -> Tool:
         known = ", ".join(owner.agents.ids()) or "(none registered)"
         raise ConfigError(f"{where}: no agent with id {desc.targetId!r}; known agent ids: {known}. "
                           "Pass agents= (a dict or a directory) to Agent.from_config")
+    check_sub_agents(owner.agent_id, desc.targetId, owner.agents, where)
     sub = owner.load_sub_agent(found)
-    return sub.as_tool(name=desc.name or None, description=desc.description or None,
-                       **{k: v for k, v in desc.config.items()
-                          if k in ("full_history", "emit_internal_events")})
+    timeout = desc.timeout if desc.timeout is not None else AGENT_TOOL_TIMEOUT_MS
+    tool: Tool = sub.as_tool(name=desc.name or None, description=desc.description or None,
+                             input_schema=_parameters(desc.parameters, where),
+                             **{k: v for k, v in desc.config.items()
+                                if k in ("full_history", "emit_internal_events")})
+    tool.timeout = timeout / 1000 if timeout else None
+    return tool
+
+
+def _agent_targets(found: Any) -> list[str]:
+    """The targetIds of the `agent` tools of a registry entry (a path, a dict, a document, an Agent)."""
+    from ..config import AgentDocument
+
+    cfg: Any
+    if isinstance(found, str | Path | Mapping):
+        try:
+            cfg = load_document(dict(found) if isinstance(found, Mapping) else found).config
+        except ConfigError:
+            return []  # reported when that agent itself is built
+    elif isinstance(found, AgentDocument):
+        cfg = found.config
+    else:
+        cfg = getattr(found, "config", None)
+        if cfg is None:
+            return []
+    out: list[str] = []
+    for t in cfg.tools:
+        desc = t if isinstance(t, ToolDescriptor) else None
+        if desc is None and isinstance(t, Mapping):
+            desc = ToolDescriptor.model_validate(t)
+        if desc is not None and desc.type == "agent" and desc.targetId:
+            out.append(desc.targetId)
+    return out
+
+
+def check_sub_agents(owner_id: str, target_id: str, registry: AgentRegistry, where: str) -> None:
+    """Refuse an agent that reaches itself through its sub-agents, and nesting deeper than MAX_AGENT_DEPTH.
+    Walks the documents only (nothing is built or connected)."""
+
+    def walk(chain: tuple[str, ...]) -> None:
+        if chain[-1] in chain[:-1]:
+            raise ConfigError(f"{where}: agent {owner_id!r} reaches itself through its sub-agents "
+                              f"({' -> '.join(chain)}); an agent cannot be its own sub-agent")
+        if len(chain) - 1 > MAX_AGENT_DEPTH:
+            raise ConfigError(f"{where}: sub-agents nest deeper than {MAX_AGENT_DEPTH} levels "
+                              f"({' -> '.join(chain)}); flatten the hierarchy")
+        found = registry.find(chain[-1])
+        if found is not None:
+            for nxt in _agent_targets(found):
+                walk((*chain, nxt))
+
+    walk((owner_id, target_id))

@@ -5,13 +5,14 @@
 - anything else (a string, a dict without `messages`, a number) becomes one user message (non-strings
   as compact JSON);
 - preset messages from the config are used only when the input brings no messages of its own;
-- the system prompt is prepended only when the conversation has no system message;
+- the system prompt is prepended only when the conversation has no system message; a conversation's own
+  system message gets `system_hook` applied instead (the skill catalog goes there);
 - empty assistant messages are dropped; empty or null tool arguments become "{}".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -56,7 +57,8 @@ def input_text(data: Any) -> str | list[dict[str, Any]]:
     return orjson.dumps(data, default=str).decode()
 
 
-def build_messages(data: Any, system_prompt: str, preset: Sequence[Any]) -> list[Message]:
+def build_messages(data: Any, system_prompt: str, preset: Sequence[Any],
+                   system_hook: Callable[[str], str] | None = None) -> list[Message]:
     messages = input_messages(data)
     if messages is None:
         messages = [_to_message(m, f"messages[{i}]") for i, m in enumerate(preset)]
@@ -71,6 +73,10 @@ def build_messages(data: Any, system_prompt: str, preset: Sequence[Any]) -> list
                 if not tc.arguments or not tc.arguments.strip() or tc.arguments.strip() == "null":
                     tc.arguments = "{}"
         out.append(m)
-    if system_prompt and not any(m.role == "system" for m in out):
-        out.insert(0, Message("system", system_prompt))
+    own = next((i for i, m in enumerate(out) if m.role == "system"), None)
+    if own is None:
+        if system_prompt:
+            out.insert(0, Message("system", system_prompt))
+    elif system_hook is not None and isinstance(text := out[own].content, str):
+        out[own] = Message("system", system_hook(text), name=out[own].name)
     return out

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -51,6 +50,7 @@ from .inputs import build_messages
 from .middleware import AgentContext, RunState
 from .plan import RunPlan
 from .result import RunResult
+from .think import ThinkSplitter, split_think
 from .tool_exec import ToolRunner
 
 log = logging.getLogger("chainreact.agent")
@@ -59,7 +59,6 @@ MAX_STEPS_PROMPT = (
     "You have reached the maximum number of steps for this task. Do not call any more tools. "
     "Answer now with the best answer you can give from the information above."
 )
-_THINK = re.compile(r"<think>(.*?)</think>\s*", re.S)
 
 
 class _WakingList(list[Event]):
@@ -130,7 +129,7 @@ class ReactLoop:
             for m in plan.middleware.before_agent:
                 await m.before_agent(ctx)
             state = self.state = RunState(
-                messages=build_messages(data, ctx.instruction, plan.preset),
+                messages=build_messages(data, ctx.instruction, plan.preset, plan.system_hook),
                 tool_specs=[t.spec() for t in ctx.tools],
                 tools={t.name: t for t in ctx.tools},
                 return_directly=ctx.return_directly,
@@ -185,6 +184,8 @@ class ReactLoop:
 
             # -- the model call: route items into events ---------------------------------------
             router = StreamRouter(self.detect_mode, specs is not None, plan.detection.window)
+            # keepThink false: <think> blocks in the text go out as reasoning, even split across chunks.
+            think = None if plan.keep_think else ThinkSplitter()
             stream = plan.model(messages, specs, stream=self.streaming, on_event=self._on_client_event)
             response: ModelResponse | None = None
             try:
@@ -193,13 +194,20 @@ class ReactLoop:
                         for ev in self._flush():
                             yield ev
                     if isinstance(item, TextChunk):
-                        yield self._ev(TextDelta(text=item.text))
+                        if think is None:
+                            yield self._ev(TextDelta(text=item.text))
+                        else:
+                            for ev in self._text_events(think.feed(item.text)):
+                                yield ev
                     elif isinstance(item, ReasoningChunk):
                         yield self._ev(ReasoningDelta(text=item.text))
                     else:
                         response = item
             finally:
                 await stream.aclose()
+            if think is not None:
+                for ev in self._text_events(think.flush()):
+                    yield ev
             for ev in self._flush():
                 yield ev
             assert response is not None, "model client ended a call without a response"
@@ -222,13 +230,13 @@ class ReactLoop:
                 if plan.on_self_heal is not None:
                     plan.on_self_heal()
                 yield self._ev(Preamble(text="".join(router.released)))
-            if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):
-                raise _RunCancelled
-            if not msg.tool_calls or final_call:
+            if not msg.tool_calls or final_call:  # a completed answer is kept, even if cancel came
                 stop = "max_steps" if final_call else _stop_reason(response.finish_reason)
                 async for ev in self._finish(state, msg, msg.text, stop, usage):
                     yield ev
                 return
+            if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):
+                raise _RunCancelled
 
             # -- the tool calls ----------------------------------------------------------------
             calls = msg.tool_calls
@@ -265,6 +273,9 @@ class ReactLoop:
             if cancel is not None and cancel.at(CancelMode.AFTER_TOOLS):
                 raise _RunCancelled
 
+    def _text_events(self, pieces: list[tuple[bool, str]]) -> list[Event]:
+        return [self._ev(ReasoningDelta(text=t) if is_think else TextDelta(text=t)) for is_think, t in pieces]
+
     async def _run_with_forwarding(self, work: Any) -> AsyncIterator[Any]:
         """Await `work` while yielding events that nested agents forward in the meantime."""
         task = asyncio.ensure_future(work)
@@ -291,9 +302,8 @@ class ReactLoop:
         keep_think = self.plan.keep_think
         reasoning = msg.reasoning if msg is not None else None
         if not keep_think and "<think>" in content:
-            thoughts = _THINK.findall(content)
-            content = _THINK.sub("", content)
-            reasoning = (reasoning or "") + "".join(thoughts)
+            content, thoughts = split_think(content)
+            reasoning = (reasoning or "") + thoughts
         result = self.result = RunResult(
             content=content,
             messages=state.messages,

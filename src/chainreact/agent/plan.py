@@ -80,6 +80,8 @@ class RunPlan:
     keep_think: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
     session_values: MutableMapping[str, Any] | Mapping[str, Any] | None = None
+    # Applied to a system message the input brings (the instruction is not used then): the skill catalog.
+    system_hook: Callable[[str], str] | None = None
     client: Any = None  # the ModelClient behind the default `model` (its config, for a durable layer)
     on_self_heal: Callable[[], None] | None = None
 
