@@ -125,10 +125,13 @@ KNOWN_CYCLES: list[frozenset[str]] = [
     frozenset({"chainreact.expr.builtins", "chainreact.expr.compiler"}),
     # the component registry imports its families, which import it back; context <-> engine
     frozenset({
-        "chainreact.chains.components.actions", "chainreact.chains.components.base",
-        "chainreact.chains.components.expr_nodes", "chainreact.chains.components.flow_nodes",
-        "chainreact.chains.components.js", "chainreact.chains.context", "chainreact.chains.engine",
+        "chainreact.chains.components.actions", "chainreact.chains.components.ai",
+        "chainreact.chains.components.base", "chainreact.chains.components.expr_nodes",
+        "chainreact.chains.components.flow_nodes", "chainreact.chains.components.js",
+        "chainreact.chains.context", "chainreact.chains.engine", "chainreact.chains.tools",
     }),
+    # SyncStore imports open_store lazily from the package __init__, which imports SyncStore
+    frozenset({"chainreact.state", "chainreact.state.sync"}),
 ]
 
 
