@@ -241,3 +241,20 @@ async def test_llm_node_makes_one_call_without_tools() -> None:
     assert ends[0].msg.data == "short"
     assert "tools" not in srv.chat_requests[0].body
     assert len(srv.chat_requests) == 1
+
+
+async def test_chain_tool_from_python_and_resolver() -> None:
+    from chainreact.chains import chain_tool
+    from chainreact.chains.tools import tool_resolver
+
+    engine = RuleEngine()
+    engine.load(_reviewer_chain())
+    tool = chain_tool(engine, "code-reviewer", kind="agent")
+    assert tool.name == "code_reviewer" and tool.description == "Reviews a piece of code"
+    assert await tool.run({"input": "x = 1"}) == "LGTM: x = 1"
+    resolve = tool_resolver(engine)
+    assert resolve({"type": "agent", "targetId": "nope"}) is None
+    rc = resolve({"type": "rulechain", "targetId": "code-reviewer", "timeout": 50})
+    assert rc is not None and rc.name == "code-reviewer"
+    out = await rc.run({"a": 1})
+    assert out == "LGTM: [object Object]"  # JSON data arrives in JS as an object

@@ -2,9 +2,10 @@
 
 from typing import Any
 
-from .context import DebugEvent, End, NodeContext, NodeLimitError
+from .context import NodeContext, NodeLimitError
 from .dsl import ChainDef, ChainLoadError, chain_from_dict, is_chain_document, load_chain_file
 from .engine import Chain, RuleEngine, validate, validate_chain
+from .model import DebugEvent, End
 from .msg import BINARY, DEFAULT, FAILURE, FALSE, JSON, STREAM, SUCCESS, TEXT, TRUE, RuleMsg
 
 __all__ = ["BINARY", "DEFAULT", "FAILURE", "FALSE", "JSON", "STREAM", "SUCCESS", "TEXT", "TRUE", "Chain",

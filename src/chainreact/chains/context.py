@@ -12,49 +12,13 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from .msg import DEFAULT, ERROR_MSG_KEY, FAILURE, JSON, STREAM, SUCCESS, RuleMsg, parse_json_or_string
-
-if TYPE_CHECKING:
-    from .engine import Chain, Node, RuleEngine
+from .model import ChainLike, DebugEvent, DebugFn, End, EngineLike, NodeLike, StreamFn
+from .msg import DEFAULT, ERROR_MSG_KEY, FAILURE, STREAM, SUCCESS, RuleMsg
 
 log = logging.getLogger("chainreact.chains")
-
-
-@dataclass(slots=True)
-class End:
-    """One ended branch: the relation it ended on, its message, the error text (None without error) and
-    the node it ended at."""
-
-    relation: str
-    msg: RuleMsg
-    error: str | None = None
-    node_id: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"relation": self.relation, "error": self.error, "msg": self.msg.to_dict()}
-
-
-@dataclass(slots=True)
-class DebugEvent:
-    """A node's IN (before it runs) or OUT (one per relation it told) event; `error` on Failure."""
-
-    chain_id: str
-    node_id: str
-    flow: str  # "IN" | "OUT"
-    msg: RuleMsg
-    relation: str = ""
-    error: str | None = None
-    duration_ms: float | None = None
-    ts: float = field(default_factory=time.time)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"event": "debug", "chainId": self.chain_id, "nodeId": self.node_id, "flow": self.flow,
-                "relation": self.relation, "error": self.error, "durationMs": self.duration_ms,
-                "msg": self.msg.to_dict()}
 
 
 class NodeLimitError(RuntimeError):
@@ -62,8 +26,6 @@ class NodeLimitError(RuntimeError):
 
 
 EndFn = Callable[[End, bool], None]  # (end, reached_an_end_node)
-StreamFn = Callable[[RuleMsg], Any]
-DebugFn = Callable[[DebugEvent], Any]
 
 
 def _err_text(err: BaseException | str | None) -> str | None:
@@ -87,7 +49,7 @@ class Budget:
 class Run:
     """The state of one message in one chain (sub-chains run as child runs sharing budget and cancel)."""
 
-    def __init__(self, engine: RuleEngine, chain: Chain, *, end_fn: EndFn, on_stream: StreamFn | None,
+    def __init__(self, engine: EngineLike, chain: ChainLike, *, end_fn: EndFn, on_stream: StreamFn | None,
                  on_debug: DebugFn | None, budget: Budget, debug_all: bool = False,
                  parent: Run | None = None):
         self.engine = engine
@@ -110,14 +72,20 @@ class Run:
 
     # --- scheduling -------------------------------------------------------------------------------
     def start(self, msg: RuleMsg) -> None:
+        """Start in a new task (sub-chains); `first_context` + `execute` run the first node inline."""
+        ctx = self.first_context(msg)
+        if ctx is not None:
+            self._spawn_task(ctx)
+
+    def first_context(self, msg: RuleMsg) -> NodeContext | None:
         first = self.chain.first
         if first is None:
             self.end_fn(End(FAILURE, msg, "the rule chain has no nodes"), True)
             self.done.set()
-            return
+            return None
         ctx = NodeContext(self, first, msg, parent=None, from_id="", err=None, end_fn=self._end)
         self.active += 1
-        self._spawn_task(ctx)
+        return ctx
 
     def _end(self, end: End, at_end_node: bool) -> None:
         chain = self.chain
@@ -186,7 +154,7 @@ class Run:
             t.cancel()
         self.done.set()
 
-    def debug_enabled(self, node: Node) -> bool:
+    def debug_enabled(self, node: NodeLike) -> bool:
         return self.on_debug is not None and (self.debug_all or node.debug or self.chain.debug)
 
     def emit_debug(self, ev: DebugEvent) -> None:
@@ -200,7 +168,7 @@ class NodeContext:
     __slots__ = ("_completed", "_detached", "_pending", "_started", "end_fn", "err", "from_id", "in_relation",
                  "msg", "node", "on_complete", "parent", "run", "skip_next", "waiting")
 
-    def __init__(self, run: Run, node: Node, msg: RuleMsg, *, parent: NodeContext | None, from_id: str,
+    def __init__(self, run: Run, node: NodeLike, msg: RuleMsg, *, parent: NodeContext | None, from_id: str,
                  err: str | None, end_fn: EndFn, skip_next: bool = False,
                  on_complete: Callable[[], None] | None = None):
         self.run = run
@@ -220,11 +188,11 @@ class NodeContext:
         self._started = 0.0
 
     @property
-    def chain(self) -> Chain:
+    def chain(self) -> ChainLike:
         return self.node.chain
 
     @property
-    def engine(self) -> RuleEngine:
+    def engine(self) -> EngineLike:
         return self.run.engine
 
     # --- execution ---------------------------------------------------------------------------------
@@ -278,7 +246,7 @@ class NodeContext:
             self._detached = True
             self._own_done()
 
-    def _spawn(self, node: Node, msg: RuleMsg, err: str | None, relation: str) -> None:
+    def _spawn(self, node: NodeLike, msg: RuleMsg, err: str | None, relation: str) -> None:
         parent: NodeContext | None = self
         if self._completed:
             parent = None
@@ -418,13 +386,13 @@ class NodeContext:
             "data": msg.data,
             "msgType": msg.type,
             "dataType": msg.data_type,
-            "msg": parse_json_or_string(msg.data) if msg.data_type == JSON else msg.data,
+            "msg": msg.env_value(),
         }
         if chain.referenced_nodes:
             for nid in chain.referenced_nodes:
                 out = run.outputs.get(nid)
                 if out is not None:
-                    env[nid] = {"msg": parse_json_or_string(out.data) if out.data_type == JSON else out.data,
+                    env[nid] = {"msg": out.env_value(),
                                 "metadata": out.metadata, "data": out.data, "msgType": out.type}
         if with_metadata:
             env.update(msg.metadata)
@@ -438,4 +406,4 @@ async def maybe_await(value: Any) -> Any:
     return value
 
 
-__all__ = ["DEFAULT", "Awaitable", "Budget", "DebugEvent", "End", "NodeContext", "NodeLimitError", "Run"]
+__all__ = ["DEFAULT", "Budget", "DebugEvent", "End", "NodeContext", "NodeLimitError", "Run"]

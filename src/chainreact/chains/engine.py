@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .components.base import REGISTRY, Component, load_builtin_components
-from .context import Budget, DebugEvent, DebugFn, End, Run, StreamFn
+from .catalog import builtin_components
+from .components.base import Component
+from .context import Budget, Run
 from .dsl import (
     ChainDef,
     ChainLoadError,
@@ -22,8 +23,10 @@ from .dsl import (
     load_chain_file,
     structural_errors,
 )
+from .jsengine import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT
 from .lca import lca_of_node
 from .loadtime import substitute
+from .model import DebugEvent, DebugFn, End, StreamFn
 from .msg import FAILURE, RuleMsg
 
 log = logging.getLogger("chainreact.chains")
@@ -67,17 +70,17 @@ class Chain:
         self._lca: dict[str, str | None] = {}
         # structure and every node's configuration, reported together
         errors: list[tuple[str, str]] = structural_errors(definition)
-        load_builtin_components()
+        registry = builtin_components()
         chain_info = {"id": self.id, "name": self.name, **(definition.ruleChain.additionalInfo or {})}
         env = {"global": engine.properties, "vars": self.vars, "ruleChain": chain_info}
         node_defs = definition.metadata.nodes
         for i, nd in enumerate(node_defs):
             node = Node(self, nd, i)
             self.nodes[node.id] = node
-            cls = REGISTRY.get(nd.type)
+            cls = registry.get(nd.type)
             if cls is None:
                 errors.append((f"$.metadata.nodes[{i}].type",
-                               f"unknown node type {nd.type!r} (known: {', '.join(sorted(REGISTRY))})"))
+                               f"unknown node type {nd.type!r} (known: {', '.join(sorted(registry))})"))
                 continue
             raw = substitute(nd.configuration or {}, env)
             try:
@@ -152,6 +155,8 @@ class RuleEngine:
         self.on_debug = on_debug
         self.debug = debug
         self.functions: dict[str, Callable[..., Any]] = dict(functions or {})
+        self.js_time_limit = DEFAULT_TIME_LIMIT  # seconds per JavaScript call
+        self.js_memory_limit = DEFAULT_MEMORY_LIMIT  # bytes per JavaScript context
         self.services: dict[str, Any] = {}  # hooks for components (agent session store, tool resolver)
         self._chains: dict[str, Chain] = {}
         self._aliases: dict[str, str] = {}
@@ -236,12 +241,13 @@ class RuleEngine:
         run = Run(self, chain, end_fn=end_fn, on_stream=on_stream, on_debug=dbg,
                   budget=Budget(self.max_nodes), debug_all=self.debug if debug is None else debug)
         limit = timeout if timeout is not None else self.timeout
-        run.start(msg)
+        first = run.first_context(msg)
         try:
-            if limit is None:
-                await run.done.wait()
-            else:
-                await asyncio.wait_for(run.done.wait(), limit)
+            async with asyncio.timeout(limit):
+                if first is not None:
+                    await run.execute(first)  # the first node (and its first successors) in this task
+                if not run.done.is_set():
+                    await run.done.wait()
         except TimeoutError:
             run.cancel()
             end_fn(End(FAILURE, msg.copy(), f"context deadline exceeded: the message timeout of {limit} s "

@@ -41,9 +41,24 @@ class RuleMsg:
     data_type: str = JSON
     id: str = field(default_factory=lambda: str(uuid.uuid4()))
     ts: int = field(default_factory=_now_ms)
+    # (data, parsed value): expressions of several nodes read the same data; copies share it (read-only)
+    _parsed: tuple[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def copy(self) -> RuleMsg:
-        return RuleMsg(self.type, self.data, dict(self.metadata), self.data_type, self.id, self.ts)
+        return RuleMsg(self.type, self.data, dict(self.metadata), self.data_type, self.id, self.ts,
+                       self._parsed)
+
+    def env_value(self) -> Any:
+        """The `msg` of expressions: the data parsed as JSON when the data type is JSON (cached per data
+        string; treat it as read-only), else the data string."""
+        if self.data_type != JSON:
+            return self.data
+        cached = self._parsed
+        if cached is not None and cached[0] is self.data:
+            return cached[1]
+        value = parse_json_or_string(self.data)
+        self._parsed = (self.data, value)
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "ts": self.ts, "type": self.type, "dataType": self.data_type,

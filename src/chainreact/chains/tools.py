@@ -19,7 +19,7 @@ from ..tools.base import Tool, ToolContext, ToolOutput
 from .msg import FAILURE, JSON, TEXT, RuleMsg
 
 if TYPE_CHECKING:
-    from .engine import RuleEngine
+    from .model import EngineLike as RuleEngine
 
 DEFAULT_TIMEOUT = 120.0
 TOOL_CALL = "TOOL_CALL"
@@ -127,7 +127,7 @@ class EngineToolProvider:
         engine = self.engine
         if name == "list_rule_chains":
             out = [{"id": c.id, "name": c.name,
-                    "description": str(c.info()["additionalInfo"].get("description") or "")}
+                    "description": str((c.definition.ruleChain.additionalInfo or {}).get("description", ""))}
                    for c in engine.chains.values()]
             return orjson.dumps(out).decode()
         cid = str(args.get("id") or "")
@@ -144,3 +144,14 @@ class EngineToolProvider:
             ends = await engine.run(chain.id, msg, timeout=DEFAULT_TIMEOUT)
             return orjson.dumps([e.to_dict() for e in ends]).decode()
         return ToolOutput(f"Error: unknown tool {name!r}", True)
+
+
+def tool_resolver(engine: RuleEngine) -> Any:
+    """A resolver for the agent's tool building: descriptor (`rulechain`, or `agent` naming a loaded
+    chain) -> Tool, or None when the descriptor is not about a chain of this engine."""
+
+    def resolve(desc: Any) -> Tool | None:
+        _keep, tools = chain_tools_for(engine, [desc])
+        return tools[0] if tools else None
+
+    return resolve

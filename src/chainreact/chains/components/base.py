@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from ..context import NodeContext
-    from ..engine import Chain
+    from ..model import ChainLike
     from ..msg import RuleMsg
 
 
@@ -26,7 +26,7 @@ class Component:
     Config: ClassVar[type[NodeConfig]] = NodeConfig
     description: ClassVar[str] = ""
 
-    def __init__(self, config: Any, node_id: str, chain: Chain):
+    def __init__(self, config: Any, node_id: str, chain: ChainLike):
         self.config = config
         self.node_id = node_id
         self.chain = chain
@@ -50,10 +50,3 @@ def register(cls: type[Component]) -> type[Component]:
         raise ValueError(f"{cls.__name__} has no type_name")
     REGISTRY[cls.type_name] = cls
     return cls
-
-
-def load_builtin_components() -> dict[str, type[Component]]:
-    """Import the component families (each registers itself on import)."""
-    from . import actions, ai, expr_nodes, flow_nodes, js  # noqa: F401
-
-    return REGISTRY

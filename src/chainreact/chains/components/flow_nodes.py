@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING, Any
 
-from ..context import End
+import orjson
+
 from ..exprs import Expr, Template
+from ..model import End
 from ..msg import (
     DEFAULT,
     FAILURE,
@@ -60,6 +63,11 @@ def _wrapper(msg: RuleMsg, err: str | None, node_id: str) -> dict[str, Any]:
     return {"msg": {"ts": msg.ts, "id": msg.id, "dataType": msg.data_type, "type": msg.type,
                     "data": msg.data, "metadata": {}},
             "err": err or "", "nodeId": node_id}
+
+
+def wrappers_json(items: list[dict[str, Any]]) -> str:
+    """Go marshals the wrapper structs in field order (msg, err, nodeId), not sorted like maps."""
+    return orjson.dumps(items).decode()
 
 
 def _merge_map(items: list[tuple[RuleMsg, str | None, str]]) -> dict[str, Any]:
@@ -122,7 +130,7 @@ class Join(Component):
         if self.config.mergeToMap:
             out.data = go_json(_merge_map(items))
         else:
-            out.data = go_json([_wrapper(m, err, nid) for m, err, nid in items])
+            out.data = wrappers_json([_wrapper(m, err, nid) for m, err, nid in items])
         if errors:
             ctx.tell_failure(out, "".join(errors))
         else:
@@ -174,7 +182,7 @@ class Flow(Component):
                 failed = True
             if e.error is None:
                 out.metadata.update(e.msg.metadata)
-        out.data = go_json([_wrapper(e.msg, e.error, e.node_id) for e in ends])
+        out.data = wrappers_json([_wrapper(e.msg, e.error, e.node_id) for e in ends])
         out.data_type = JSON
         if failed:
             errs = [e.error for e in ends if e.error]
@@ -210,6 +218,9 @@ class For(Component):
                 self.range_t = Template(rng)
             else:
                 self.range_e = Expr(rng)
+        # expr-lang's `a..b` yields a Go []int: items go to _loopItem only, the data is left alone
+        # (RuleGo for_node.go); any other array (JSON, literals) is []interface{}: each item becomes the data
+        self.int_range = ".." in re.sub(r"'[^']*'|\"[^\"]*\"", "", rng)
         do = c.do.strip()
         if not do:
             raise ValueError("do is empty")
@@ -239,8 +250,7 @@ class For(Component):
         results: list[Any] = []
         try:
             if isinstance(data, list):
-                numeric = bool(data) and all(isinstance(x, int | float) and not isinstance(x, bool)
-                                             for x in data)
+                numeric = self.int_range and all(isinstance(x, int) and not isinstance(x, bool) for x in data)
                 for index, item in enumerate(data):
                     msg.metadata["_loopIndex"] = str(index)
                     if numeric:
@@ -393,7 +403,7 @@ class GroupAction(Component):
         if c.mergeToMap:
             out.data = go_json(_merge_map(items))
         else:
-            out.data = go_json([_wrapper(m, err, nid) for m, err, nid in items])
+            out.data = wrappers_json([_wrapper(m, err, nid) for m, err, nid in items])
             out.data_type = JSON
         for m, err, _nid in items:
             if not err and c.mergeToMap:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..jsengine import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT, JsFunction
+from ..jsengine import JsFunction
 from ..msg import DEFAULT, FALSE, SUCCESS, TRUE, RuleMsg, to_data_string
 from .base import Component, NodeConfig, register
 
@@ -18,9 +18,8 @@ class JsConfig(NodeConfig):
 
 def make_js(component: Component, func_name: str, script: str) -> JsFunction:
     engine = component.chain.engine
-    return JsFunction(func_name, script, vars=component.chain.vars,
-                      time_limit=getattr(engine, "js_time_limit", DEFAULT_TIME_LIMIT),
-                      memory_limit=getattr(engine, "js_memory_limit", DEFAULT_MEMORY_LIMIT))
+    return JsFunction(func_name, script, vars=component.chain.vars, time_limit=engine.js_time_limit,
+                      memory_limit=engine.js_memory_limit)
 
 
 @register
