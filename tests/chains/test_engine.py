@@ -183,3 +183,18 @@ def test_load_time_templates_keep_types_and_runtime_templates_resolve() -> None:
     ends = engine.tell_and_wait("c1", RuleMsg(type="T", data="{}", metadata={"k": "v"}))
     assert ends[0].msg.metadata["b"] == "n1"
     assert ends[0].msg.metadata["a"] == "G-v"
+
+
+def test_reload_child_replaces_one_node() -> None:
+    doc = chain([js("s1", "jsFilter", "return true;"),
+                 js("s2", "jsTransform", "return {msg: msg, metadata: metadata, msgType: msgType};")],
+                [("s1", "s2", "True")])
+    engine = RuleEngine()
+    engine.load(doc)
+    engine.reload_child("c1", {"id": "s2", "type": "jsTransform", "configuration": {"jsScript":
+        "metadata['index']=50; msg['aa']=66; return {'msg':msg,'metadata':metadata,'msgType':'MOD'};"}})
+    ends = engine.tell_and_wait("c1", RuleMsg(type="T", data='{"temperature":35}'))
+    assert ends[0].msg.type == "MOD" and ends[0].msg.metadata["index"] == "50"
+    assert json.loads(ends[0].msg.data) == {"aa": 66, "temperature": 35}
+    with pytest.raises(LookupError):
+        engine.reload_child("c1", {"id": "zz", "type": "fork"})

@@ -190,6 +190,23 @@ class RuleEngine:
 
     reload = load
 
+    def reload_child(self, chain_id: str, node: dict[str, Any] | str) -> Chain:
+        """Replace one node of a loaded chain (matched by its `id`), as RuleGo's ReloadChild: the chain is
+        rebuilt with that node's new definition; running messages finish on the old version."""
+        chain = self.get(chain_id)
+        if chain is None:
+            raise LookupError(f"ruleChain id={chain_id} not found")
+        from .dsl import parse_document
+
+        new = parse_document(node) if isinstance(node, str) else dict(node)
+        doc = chain.definition.model_dump(mode="json", exclude_none=True)
+        nodes = doc["metadata"]["nodes"]
+        idx = next((i for i, n in enumerate(nodes) if (n.get("id") or f"node{i}") == new.get("id")), None)
+        if idx is None:
+            raise LookupError(f"node id={new.get('id')} not found in chain {chain_id!r}")
+        nodes[idx] = new
+        return self.load(doc, chain_id=chain.id)
+
     def get(self, chain_id: str) -> Chain | None:
         c = self._chains.get(chain_id)
         if c is None and chain_id in self._aliases:
