@@ -19,6 +19,10 @@ EXPECTED = {
     "agent_middleware.py": ["Error: delete_file is not allowed here", "model attempt on"],
     "agent_cancel.py": ["cancel outcome: cancelled", "stop_reason: cancelled", "Resumed"],
     "agent_as_tool.py": ["[boss/researcher] Paris", "[boss]  researcher"],
+    "document_failover.py": ["failover[0].key = sk-backup", "extraFields = {'thinking.budget_tokens': 1024}",
+                             "answer: Hello from the backup.", "backup saw: Bearer sk-backup",
+                             "error: $.configuration.failover[0].url -> '${global.backup_url}' uses "
+                             "global.backup_url, which is not defined"],
     "state_basic.py": ["last 2 -> ['assistant']", "last 3 -> ['assistant', 'tool', 'assistant']",
                        "recall -> The user prefers window seats", "still to run ['ask_user']",
                        "events after 1 -> ['interrupted']"],
