@@ -186,12 +186,38 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def chart(results: dict[str, Any], path: str) -> None:
+    """Messages per second by implementation and concurrency (log scale), as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n, by in results.items() if "error" not in by]
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    width = 0.38
+    for k, conc in enumerate(("1", "1000")):
+        vals = [results[n][conc]["msg_per_s"] for n in names]
+        xs = [i + (k - 0.5) * width for i in range(len(names))]
+        bars = ax.bar(xs, vals, width, label=f"{conc} concurrent")
+        ax.bar_label(bars, labels=[f"{v:,}" for v in vals], fontsize=8)
+    ax.set_xticks(range(len(names)), [{"expr": "chainreact expr chain", "js": "chainreact JS chain",
+                                       "langgraph": "LangGraph StateGraph"}.get(n, n) for n in names])
+    ax.set_yscale("log")
+    ax.set_ylabel("messages / s (log)")
+    ax.set_title("5-node chain: filter, transform, switch, transform, end")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="few messages: checks the workload, rough numbers")
     ap.add_argument("--smoke", action="store_true",
                     help="CI: chainreact only, a few messages, checks answers")
     ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--chart", help="draw a PNG chart here (needs matplotlib, extra 'bench')")
     args = ap.parse_args()
     res = asyncio.run(main(args.quick, args.smoke))
     bad = [(k, c) for k, by in res.items() if "error" not in by
@@ -199,6 +225,8 @@ if __name__ == "__main__":
     print(report(res))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2))
+    if args.chart:
+        chart(res, args.chart)
     if bad:
         print(f"wrong answers in {bad}", file=sys.stderr)
         sys.exit(1)
