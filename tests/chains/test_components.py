@@ -127,3 +127,29 @@ def test_unknown_template_function_and_node_output_reference() -> None:
     engine.load(doc)
     ends = engine.tell_and_wait("refs", RuleMsg(type="T", data='{"v": 1}'))
     assert ends[0].msg.data == "202"
+
+
+def test_delay_limits_zero_and_overwrite() -> None:
+    import asyncio
+
+    engine = RuleEngine()
+    engine.load(one_node("delay", {"delayMs": "300", "maxPendingMsgs": 1}, "one"))
+    engine.load(one_node("delay", {"delayMs": "0"}, "zero"))
+    engine.load(one_node("delay", {"delayMs": "300", "overwrite": True}, "ow"))
+
+    async def main() -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+        first = engine.tell("one", RuleMsg(type="T", data="a"))
+        await asyncio.sleep(0.05)
+        second = await engine.run("one", RuleMsg(type="T", data="b"))
+        zero = await engine.run("zero", RuleMsg(type="T", data="z"))
+        ow1 = engine.tell("ow", RuleMsg(type="T", data="old"))
+        await asyncio.sleep(0.05)
+        ow2 = await engine.run("ow", RuleMsg(type="T", data="new"))
+        return [await first, second], zero, await ow1, ow2
+
+    limited, zero, ow1, ow2 = asyncio.run(main())
+    assert [e.relation for e in limited[0]] == ["Success"]
+    assert [(e.relation, e.error) for e in limited[1]] == [("Failure", "max limit of pending messages")]
+    assert [(e.relation, e.error) for e in zero] == [("Failure", "no delay time configured")]
+    assert [(e.relation, e.msg.data) for e in ow1] == [("Success", "new")]
+    assert ow2 == []

@@ -198,3 +198,23 @@ def test_reload_child_replaces_one_node() -> None:
     assert json.loads(ends[0].msg.data) == {"aa": 66, "temperature": 35}
     with pytest.raises(LookupError):
         engine.reload_child("c1", {"id": "zz", "type": "fork"})
+
+
+def test_cancelling_the_caller_cancels_every_branch() -> None:
+    nodes = [{"id": "f", "type": "fork"}] + [
+        {"id": f"d{i}", "type": "delay", "configuration": {"delayMs": 5000}} for i in range(3)]
+    engine = RuleEngine()
+    engine.load(chain(nodes, [("f", f"d{i}", "Success") for i in range(3)]))
+
+    async def main() -> int:
+        task = asyncio.create_task(engine.run("c1", RuleMsg(type="T", data="x")))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+        return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
+
+    t0 = time.monotonic()
+    assert asyncio.run(main()) == 0
+    assert time.monotonic() - t0 < 2

@@ -54,68 +54,93 @@ class Functions(Component):
 
 
 class DelayConfig(NodeConfig):
-    delayMs: str | int | float = ""
+    delayMs: str | int = ""
     periodInSeconds: int = 0
+    periodInSecondsPattern: str = ""
     maxPendingMsgs: int = 1000
     overwrite: bool = False
 
 
 @register
 class Delay(Component):
-    """Waits `delayMs` (number or `${...}`; legacy `periodInSeconds`) minus metadata `_delayOffsetMs`,
-    then Success with the same message."""
+    """Waits `delayMs` (an integer or a `${...}` template; legacy `periodInSeconds` /
+    `periodInSecondsPattern`) minus metadata `_delayOffsetMs`, then Success with the message. More than
+    `maxPendingMsgs` waiting: Failure. `overwrite`: while one message waits, newer ones replace it and
+    only the newest goes out when the delay ends (RuleGo components/action/delay_node.go)."""
 
     type_name = "delay"
     Config = DelayConfig
     config: DelayConfig
 
     def init(self) -> None:
-        d = self.config.delayMs
-        self.fixed_ms: float | None = None
+        c = self.config
+        if c.maxPendingMsgs <= 0:
+            c.maxPendingMsgs = 1000
+        self.delay_text = str(c.delayMs).strip()
+        self.fixed_ms = 0
         self.tmpl: Template | None = None
-        if isinstance(d, int | float):
-            self.fixed_ms = float(d)
-        elif str(d).strip():
-            s = str(d).strip()
-            if "${" in s:
-                self.tmpl = Template(s)
-            else:
-                try:
-                    self.fixed_ms = float(s)
-                except ValueError:
-                    raise ValueError(f"delayMs {s!r} is neither a number nor a ${{...}} template") from None
-        else:
-            self.fixed_ms = float(self.config.periodInSeconds) * 1000
+        if self.delay_text:
+            try:
+                self.fixed_ms = int(self.delay_text)
+            except ValueError:
+                self.tmpl = Template(self.delay_text)
+        self.period_t = Template(c.periodInSecondsPattern) if c.periodInSecondsPattern else None
         self.pending = 0
+        self._slot: list[RuleMsg] | None = None  # overwrite: the message that will go out
+
+    def _delay_ms(self, ctx: NodeContext, msg: RuleMsg) -> int:
+        if self.delay_text:
+            if self.fixed_ms > 0:
+                return self.fixed_ms
+            if self.tmpl is not None:
+                text = self.tmpl.render(ctx.env(msg))
+                try:
+                    return int(text.strip())
+                except ValueError:
+                    raise ValueError(f"failed to parse delay time from template result '{text}'") from None
+            raise ValueError("no delay time configured")
+        seconds = self.config.periodInSeconds
+        if self.period_t is not None:
+            text = self.period_t.render(ctx.env(msg))
+            try:
+                seconds = int(text.strip())
+            except ValueError:
+                raise ValueError(f"failed to parse periodInSecondsPattern result '{text}'") from None
+        return seconds * 1000
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        if self.tmpl is not None:
-            text = self.tmpl.render(ctx.env(msg))
-            try:
-                ms = float(text.strip())
-            except ValueError:
-                ctx.tell_failure(msg, f"failed to parse delay time from template result '{text}'")
-                return
-        else:
-            ms = self.fixed_ms or 0.0
-        off = msg.metadata.get("_delayOffsetMs")
+        if self.config.overwrite and self._slot is not None:
+            self._slot[0] = msg  # replaces the waiting message; this one goes out in its place
+            return
+        if self.pending >= self.config.maxPendingMsgs:
+            ctx.tell_failure(msg, "max limit of pending messages")
+            return
+        try:
+            ms = self._delay_ms(ctx, msg)
+        except ValueError as e:
+            ctx.tell_failure(msg, e)
+            return
+        off = msg.metadata.get("_delayOffsetMs", "")
         if off:
             try:
-                ms -= float(off)
+                ms -= int(off.strip())
             except ValueError:
                 ctx.tell_failure(msg, f"failed to parse offset ms from metadata '{off}'")
                 return
-        if self.pending >= self.config.maxPendingMsgs > 0 and not self.config.overwrite:
-            ctx.tell_failure(msg, "too many pending delayed messages "
-                                  f"(maxPendingMsgs={self.config.maxPendingMsgs})")
+        if ms <= 0:
+            ctx.tell_success(msg)
             return
+        slot = [msg]
+        if self.config.overwrite:
+            self._slot = slot
         self.pending += 1
         try:
-            if ms > 0:
-                await asyncio.sleep(ms / 1000)
+            await asyncio.sleep(ms / 1000)
         finally:
             self.pending -= 1
-        ctx.tell_success(msg)
+            if self._slot is slot:
+                self._slot = None
+        ctx.tell_success(slot[0])
 
 
 LOG_DEFAULT = ("return 'Incoming message:\\n' + JSON.stringify(msg) + '\\nIncoming metadata:\\n' + "
