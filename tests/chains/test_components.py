@@ -153,3 +153,41 @@ def test_delay_limits_zero_and_overwrite() -> None:
     assert [(e.relation, e.error) for e in zero] == [("Failure", "no delay time configured")]
     assert [(e.relation, e.msg.data) for e in ow1] == [("Success", "new")]
     assert ow2 == []
+
+
+def _group_chain(kind: str, config: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"ruleChain": {"id": "g"}, "metadata": {"nodes": [
+        {"id": "grp", "type": kind, "configuration": config}, *members]}}
+
+
+def test_group_action_settles_early_and_merges_to_map() -> None:
+    import time
+
+    fast = [{"id": f"m{i}", "type": "jsTransform", "configuration": {"jsScript":
+             f"metadata.m{i} = 'y'; return {{msg: {{v{i}: {i}}}, metadata: metadata}};"}} for i in range(2)]
+    slow = {"id": "slow", "type": "delay", "configuration": {"delayMs": 3000}}
+    engine = RuleEngine()
+    engine.load(_group_chain("groupAction", {"nodeIds": "m0,m1,slow", "matchNum": 2, "mergeToMap": True},
+                             [*fast, slow]))
+    t0 = time.monotonic()
+    ends = engine.tell_and_wait("g", RuleMsg(type="T", data="{}"))
+    assert time.monotonic() - t0 < 2  # did not wait for the slow member
+    assert [e.relation for e in ends] == ["Success"]
+    assert json.loads(ends[0].msg.data) == {"v0": 0, "v1": 1}
+    assert ends[0].msg.metadata["m0"] == "y" and ends[0].msg.metadata["m1"] == "y"
+    engine.load(_group_chain("groupAction", {"nodeIds": ["m0", "m1"], "matchRelationType": "False"}, fast))
+    ends = engine.tell_and_wait("g", RuleMsg(type="T", data="{}"))
+    assert [e.relation for e in ends] == ["Failure"] and ends[0].error is None
+    items = json.loads(ends[0].msg.data)
+    assert [i["nodeId"] for i in items] == ["m0", "m1"] and items[0]["msg"]["metadata"] == {}
+
+
+def test_group_filter_any_true_early_and_timeout() -> None:
+    members = [{"id": "t", "type": "exprFilter", "configuration": {"expr": "true"}},
+               {"id": "slow", "type": "delay", "configuration": {"delayMs": 3000}}]
+    engine = RuleEngine()
+    engine.load(_group_chain("groupFilter", {"nodeIds": "t,slow"}, members))
+    assert [e.relation for e in engine.tell_and_wait("g", RuleMsg(type="T", data="{}"))] == ["True"]
+    engine.load(_group_chain("groupFilter", {"nodeIds": "t,slow", "allMatches": True, "timeout": 1}, members))
+    ends = engine.tell_and_wait("g", RuleMsg(type="T", data="{}"))
+    assert [(e.relation, e.error) for e in ends] == [("Failure", "context deadline exceeded")]
