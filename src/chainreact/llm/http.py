@@ -4,12 +4,13 @@ Pools: one set of `httpx.AsyncClient`s per (event loop, base URL, timeouts), sha
 in the process and reference-counted, so agents created per request still reuse warm keep-alive
 connections. httpx clients are bound to the loop they first ran on, hence the loop in the key.
 
-Each set has up to SHARDS clients (created on first use) and a request uses the one picked by its task:
-httpcore's pool does work quadratic in its connection count whenever a request starts or ends
-(`_assign_requests_to_connections` counts idle connections once per idle connection), which made CPU per
-request grow tenfold with hundreds of concurrent runs (bench, docs/performance.md). Small shards keep
-that cheap. Picking by task keeps one run (one task, sequential requests) on one shard, so it reuses
-its warm connection.
+Each request borrows one client of the set for itself (a free list, last returned first out) and gives it
+back when its response is closed, so every client carries one request and one kept-alive connection at
+a time. Why not one client with a big pool: httpcore does work on every request start and end that grows
+with the pool's connections (it checks each idle one for expiry, with a syscall, and counts the idle ones
+once per idle one), which made the CPU per request grow with concurrency (bench, docs/performance.md).
+With one connection per client that work is constant. Sequential calls get the same client back, so
+they reuse its warm connection.
 """
 
 from __future__ import annotations
@@ -34,13 +35,11 @@ from .decode import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, BoundedDecoder
 from .parse import error_message, retryable_status
 from .request import ModelRequest, build_body
 
-# Pool limits, chosen by measurement (bench/bench_client.py, docs/performance.md): with httpx's default of
-# 20 keep-alive connections, 500 concurrent streams keep opening and dropping sockets. No cap on
-# connections (the server's concurrency is the real limit) and a large keep-alive pool.
-MAX_CONNECTIONS: int | None = None
+# Pool limits, chosen by measurement (bench/bench_client.py, docs/performance.md): no cap on concurrent
+# requests (the server's concurrency is the real limit); up to MAX_KEEPALIVE idle clients (one kept-alive
+# connection each) wait for the next request, more are closed.
 MAX_KEEPALIVE = 1000
 KEEPALIVE_EXPIRY = 30.0
-SHARDS = 64
 
 _MAX_BODY_KEPT = 4000
 _MAX_MESSAGE = 1000
@@ -59,27 +58,41 @@ _HINTS = {
 
 
 class _Pool:
-    __slots__ = ("base_url", "clients", "closed", "refs", "timeouts")
+    __slots__ = ("base_url", "busy", "closed", "closing", "free", "proxies", "refs", "timeouts")
 
     def __init__(self, base_url: str, timeouts: Timeouts) -> None:
         self.base_url = base_url
         self.timeouts = timeouts
-        self.clients: list[httpx.AsyncClient | None] = [None] * SHARDS
+        self.free: list[httpx.AsyncClient] = []  # idle clients, the warmest last
+        self.busy: set[httpx.AsyncClient] = set()
+        self.closing: set[asyncio.Task[None]] = set()
         self.refs = 0
         self.closed = False
+        self.proxies = _env_proxies()
 
-    def pick(self) -> httpx.AsyncClient:
-        i = hash(asyncio.current_task()) % SHARDS
-        client = self.clients[i]
-        if client is None:
-            client = self.clients[i] = _new_client(self.base_url, self.timeouts)
+    def take(self) -> httpx.AsyncClient:
+        client = self.free.pop() if self.free else _new_client(self.base_url, self.timeouts, self.proxies)
+        self.busy.add(client)
         return client
+
+    def give(self, client: httpx.AsyncClient) -> None:
+        self.busy.discard(client)
+        if not self.closed and len(self.free) < MAX_KEEPALIVE:
+            self.free.append(client)
+            return
+        task = asyncio.get_running_loop().create_task(client.aclose())  # surplus, or the pool closed
+        self.closing.add(task)
+        task.add_done_callback(self.closing.discard)
 
     async def aclose(self) -> None:
         self.closed = True
-        for client in self.clients:
-            if client is not None:
-                await client.aclose()
+        clients = [*self.free, *self.busy]
+        self.free.clear()
+        self.busy.clear()
+        for client in clients:
+            await client.aclose()
+        if self.closing:
+            await asyncio.gather(*self.closing, return_exceptions=True)
 
 
 _POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], _Pool]] = (
@@ -92,17 +105,25 @@ def _pool_key(base_url: str, timeouts: Timeouts) -> tuple[Any, ...]:
 
 
 _SSL: Any = None
+_PLAIN: Any = None
 
 
 def _verify(base_url: str) -> Any:
     """One TLS context for every client in the process (loading the CA bundle costs ~50 ms each time);
-    none at all for plain-http endpoints such as a local server."""
-    global _SSL
+    for plain-http endpoints such as a local server one that loads nothing (it is never used; passing
+    `verify=False` instead would make httpx build a new context, ~150 us, for every client)."""
+    global _SSL, _PLAIN
+    import ssl
+
     if base_url.startswith("http://"):
-        return False
+        if _PLAIN is None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            _PLAIN = ctx
+        return _PLAIN
     if _SSL is None:
         import os
-        import ssl
 
         cafile = os.environ.get("SSL_CERT_FILE")
         if not cafile:
@@ -116,16 +137,24 @@ def _verify(base_url: str) -> Any:
     return _SSL
 
 
-def _new_client(base_url: str, timeouts: Timeouts) -> httpx.AsyncClient:
+def _env_proxies() -> bool:
+    """Whether the environment names an HTTP proxy (what httpx's trust_env reads for us; the TLS
+    variables are handled by _verify). Reading it costs ~80 us per client, so a pool asks once."""
+    import urllib.request
+
+    return bool(urllib.request.getproxies_environment())
+
+
+def _new_client(base_url: str, timeouts: Timeouts, trust_env: bool = True) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         verify=_verify(base_url),
         timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, write=timeouts.read,
                               pool=max(timeouts.connect, timeouts.read)),
-        limits=httpx.Limits(max_connections=MAX_CONNECTIONS,
-                            max_keepalive_connections=max(1, MAX_KEEPALIVE // SHARDS),
+        # One request at a time per client (see _Pool): one connection, kept alive.
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=1,
                             keepalive_expiry=KEEPALIVE_EXPIRY),
-        follow_redirects=False,  # see HttpEndpoint._redirect: never to another origin
-        trust_env=True,
+        follow_redirects=False,  # see HttpEndpoint._send: never to another origin
+        trust_env=trust_env,
     )
 
 
@@ -260,12 +289,12 @@ class HttpEndpoint:
         self._http: _Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _client(self) -> httpx.AsyncClient:
+    def _pool(self) -> _Pool:
         loop = asyncio.get_running_loop()
         if self._http is None or self._loop is not loop or self._http.closed:
             self._http = acquire_http(self.url, self.timeouts)
             self._loop = loop
-        return self._http.pick()
+        return self._http
 
     async def aclose(self) -> None:
         if self._http is not None and self._loop is not None:
@@ -328,8 +357,17 @@ class HttpEndpoint:
 
     async def attempt(self, req: ModelRequest) -> AsyncIterator[StreamItem]:
         """Send `req` once; yield stream items (when req.stream) and then the ModelResponse."""
-        http = self._client()
         payload = orjson.dumps(build_body(req))
+        pool = self._pool()
+        http = pool.take()
+        try:
+            async for item in self._attempt(http, payload, req):
+                yield item
+        finally:
+            pool.give(http)
+
+    async def _attempt(self, http: httpx.AsyncClient, payload: bytes, req: ModelRequest
+                       ) -> AsyncIterator[StreamItem]:
         url = self.url
         loop = asyncio.get_running_loop()
         end = loop.time() + req.timeout if req.timeout is not None else None
