@@ -42,9 +42,16 @@ class Template:
             self.has_expr = bool(getattr(self.t, "has_expr", True))
 
     def render(self, env: dict[str, Any]) -> str:
+        """The text with its `${...}` evaluated; an evaluation error renders "" (RuleGo's
+        ExecuteAsString), so the component then reports what it could not use."""
         if not self.has_expr:
             return self.text
-        return str(self.t.render(env))
+        from ..expr import ExprError
+
+        try:
+            return str(self.t.render(env))
+        except ExprError:
+            return ""
 
     def value(self, env: dict[str, Any]) -> Any:
         """The typed value when the text is wholly one `${...}`, else the rendered string."""

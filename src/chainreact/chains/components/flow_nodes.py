@@ -185,8 +185,9 @@ class Flow(Component):
         out.data = wrappers_json([_wrapper(e.msg, e.error, e.node_id) for e in ends])
         out.data_type = JSON
         if failed:
-            errs = [e.error for e in ends if e.error]
-            ctx.tell_failure(out, "; ".join(errs) if errs else "sub-chain ended on Failure")
+            # RuleGo reports the error of the last Failure end
+            last = [e.error for e in ends if e.relation == FAILURE][-1]
+            ctx.tell_failure(out, last or "sub-chain ended on Failure")
         else:
             ctx.tell_success(out)
 
