@@ -137,6 +137,15 @@ def test_validate_tells_documents_apart_by_shape(tmp_path: Path) -> None:
     assert lines[2].startswith(f"{agent}: ok (agent 'agent'")
 
 
+def test_run_on_a_rule_chain_says_what_it_is_and_what_runs_it(tmp_path: Path) -> None:
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps({"ruleChain": {"id": "c1"}, "metadata": {"nodes": []}}))
+    r = cli("run", str(chain), "hi")
+    assert r.returncode == 1
+    assert r.stderr == (f"error: {chain}: this is a rule chain, not an agent document "
+                        "(run it with `chainreact chain run`)\n")
+
+
 @pytest.mark.parametrize("content", ["{}", '{"name": "pkg", "version": "1.0.0", "dependencies": {}}', "[1]"])
 def test_validate_refuses_what_is_no_known_document(content: str, tmp_path: Path) -> None:
     doc = tmp_path / "package.json"

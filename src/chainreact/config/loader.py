@@ -151,8 +151,9 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
         )
     kind = detect_document_kind(data, source=source)
     if kind != "agent":
-        what = {"chain": "a rule chain", "flow": "a flow"}[kind]
-        raise ConfigError(f"{where}: this is {what}, not an agent document", source=source,
+        what, hint = {"chain": ("a rule chain", "run it with `chainreact chain run`"),
+                      "flow": ("a flow", "check it with `chainreact validate`")}[kind]
+        raise ConfigError(f"{where}: this is {what}, not an agent document ({hint})", source=source,
                           errors=[("$", f"{what}, not an agent document")])
     is_node = isinstance(data.get("configuration"), dict)
     prefix = "$.configuration" if is_node else "$"
