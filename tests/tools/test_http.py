@@ -428,3 +428,42 @@ def test_accepts_tool_descriptor(server: Server) -> None:
 def test_bad_descriptors(desc: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         create_http_tool(desc)
+
+
+# --- typed execution/auth (issue 9 item 16) -------------------------------------------------------------
+
+def test_execution_errors_have_json_paths_all_at_once() -> None:
+    desc = {"name": "t", "execution": {"endpoint": "ftp://x/y", "method": "TRACE", "timeout": -1,
+                                       "headers": {"X": [1]}, "auth": {"type": "basic"}}}
+    with pytest.raises(ConfigError) as ei:
+        create_http_tool(desc, where="$.tools[4]")
+    paths = dict(ei.value.errors)
+    assert set(paths) == {"$.tools[4].execution.endpoint", "$.tools[4].execution.method",
+                          "$.tools[4].execution.timeout", "$.tools[4].execution.headers.X",
+                          "$.tools[4].execution.auth"}
+    assert "http:// or https://" in paths["$.tools[4].execution.endpoint"]
+    assert "username is required when type is 'basic'" in paths["$.tools[4].execution.auth"]
+    assert "5 errors" in str(ei.value)
+
+
+def test_unknown_execution_keys_are_warned_not_fatal() -> None:
+    from chainreact.config.loader import UnknownFieldWarning
+
+    desc = {"name": "t", "execution": {"endpoint": "http://127.0.0.1/x", "retries": 3,
+                                       "auth": {"type": "bearer", "bearerToken": "k", "scope": "all"}}}
+    with pytest.warns(UnknownFieldWarning, match=r"tools\[t\]\.execution\.retries, "
+                                                 r"tools\[t\]\.execution\.auth\.scope"):
+        t = create_http_tool(desc)
+    assert t.headers == {"Authorization": "Bearer k"}
+
+
+def test_execution_json_schema() -> None:
+    from chainreact.tools.descriptors import descriptor_json_schema
+
+    schema = descriptor_json_schema()
+    http = next(r for r in schema["allOf"] if "http" in r["if"]["properties"]["type"]["enum"])
+    assert http["then"]["properties"]["execution"] == {"$ref": "#/$defs/HttpExecution"}
+    ex = schema["$defs"]["HttpExecution"]
+    assert ex["required"] == ["endpoint"]
+    assert ex["properties"]["method"]["enum"][:2] == ["GET", "POST"]
+    assert schema["$defs"]["HttpAuth"]["properties"]["type"]["enum"] == ["bearer", "header", "basic"]

@@ -129,7 +129,9 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
                 raise ConfigError(f"{where}: a builtin tool needs a name (e.g. 'bash')")
             tools.append(create_builtin(desc.name, desc.config, desc, where))
         elif desc.type == "python":
-            path = desc.config.get("function") or desc.name
+            from ..tools.descriptors import PythonToolConfig, validate_part
+
+            path = validate_part(PythonToolConfig, desc.config, f"{where}.config").function or desc.name
             fn = _import_function(str(path), where, owner.base_dir)
             if isinstance(fn, Tool):  # already a tool (e.g. decorated with @tool)
                 tools.append(fn)
@@ -145,7 +147,7 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
         elif desc.type in ("http", "standard"):
             from ..tools.http import create_http_tool
 
-            tools.append(create_http_tool(desc))
+            tools.append(create_http_tool(desc, where))
         elif desc.type == "mcp":
             if not mcp:
                 mcp_at = len(tools)
@@ -204,11 +206,13 @@ def _agent_tool(desc: ToolDescriptor, owner: ToolOwner, where: str) -> Tool:
                           "Pass agents= (a dict or a directory) to Agent.from_config")
     check_sub_agents(owner.agent_id, desc.targetId, owner.agents, where)
     sub = owner.load_sub_agent(found)
+    from ..tools.descriptors import AgentToolOptions, validate_part
+
+    opts = validate_part(AgentToolOptions, desc.config, f"{where}.config")
     timeout = desc.timeout if desc.timeout is not None else AGENT_TOOL_TIMEOUT_MS
     tool: Tool = sub.as_tool(name=desc.name or None, description=desc.description or None,
                              input_schema=_parameters(desc.parameters, where),
-                             **{k: v for k, v in desc.config.items()
-                                if k in ("full_history", "emit_internal_events")})
+                             full_history=opts.full_history, emit_internal_events=opts.emit_internal_events)
     tool.timeout = timeout / 1000 if timeout else None
     return tool
 

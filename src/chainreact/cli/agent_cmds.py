@@ -20,9 +20,9 @@ from .common import (
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from ..config import json_schema
+    from ..tools.descriptors import document_json_schema  # the agent document + typed tool descriptor parts
 
-    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    print(json.dumps(document_json_schema(), indent=2, ensure_ascii=False))
     return EXIT_OK
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import Tool, ToolContext, ToolOutput
+from .descriptors import HttpAuth, HttpExecution, validate_part
 from .jsonschema_lite import SchemaError, SchemaValidator
 
 __all__ = ["HttpTool", "create_http_tool"]
@@ -82,41 +83,15 @@ def _str_value(v: Any) -> str:
     return str(v)
 
 
-def _auth_headers(auth: Any, where: str) -> dict[str, str]:
-    if not auth:
+def _auth_headers(auth: HttpAuth | None) -> dict[str, str]:
+    if auth is None:
         return {}
-    if not isinstance(auth, dict):
-        raise ConfigError(f"{where}: expected an object like {{'type': 'bearer', 'bearerToken': '...'}}")
-    kind = str(auth.get("type", "")).lower()
-    if kind == "bearer":
-        token = auth.get("bearerToken") or auth.get("token")
-        if not token:
-            raise ConfigError(
-                f"{where}.bearerToken: required when auth type is 'bearer'",
-                errors=[(f"{where}.bearerToken", "required")],
-            )
-        return {"Authorization": f"Bearer {token}"}
-    if kind == "header":
-        headers = auth.get("headers")
-        if not isinstance(headers, dict) or not headers:
-            raise ConfigError(
-                f"{where}.headers: a non-empty object is required when auth type is 'header'",
-                errors=[(f"{where}.headers", "required")],
-            )
-        return {str(k): str(v) for k, v in headers.items()}
-    if kind == "basic":
-        user, pw = auth.get("username"), auth.get("password", "")
-        if not user:
-            raise ConfigError(
-                f"{where}.username: required when auth type is 'basic'",
-                errors=[(f"{where}.username", "required")],
-            )
-        token = base64.b64encode(f"{user}:{pw}".encode()).decode()
-        return {"Authorization": f"Basic {token}"}
-    raise ConfigError(
-        f"{where}.type: unknown auth type {auth.get('type')!r}; use 'bearer', 'header' or 'basic'",
-        errors=[(f"{where}.type", "unknown auth type")],
-    )
+    if auth.type == "bearer":
+        return {"Authorization": f"Bearer {auth.bearerToken or auth.token}"}
+    if auth.type == "header":
+        return dict(auth.headers)
+    token = base64.b64encode(f"{auth.username}:{auth.password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
 
 
 def _display_url(url: str) -> str:
@@ -316,43 +291,35 @@ class HttpTool(Tool):
         return text
 
 
-def create_http_tool(descriptor: Any) -> HttpTool:
-    """An HttpTool from a ToolDescriptor or a dict (type "http" or "standard")."""
+def create_http_tool(descriptor: Any, where: str | None = None) -> HttpTool:
+    """An HttpTool from a ToolDescriptor or a dict (type "http" or "standard"). `where` names the entry in
+    error messages (e.g. "tools[2]")."""
     d = _as_dict(descriptor)
     name = str(d.get("name") or "")
-    where = f"tools[{name}]" if name else "tools[http]"
+    where = where or (f"tools[{name}]" if name else "tools[http]")
     if not _NAME.match(name):
         raise ConfigError(
             f"{where}.name: an http tool needs a name of 1-64 letters, digits, '_' or '-', got {name!r}",
             errors=[(f"{where}.name", "invalid tool name")],
         )
     config = d.get("config") or {}
-    execution = d.get("execution") or config.get("execution") or (config if "endpoint" in config else None)
-    if not isinstance(execution, dict) or not execution.get("endpoint"):
+    if d.get("execution") is not None:
+        raw, at = d["execution"], f"{where}.execution"
+    elif isinstance(config, dict) and config.get("execution") is not None:
+        raw, at = config["execution"], f"{where}.config.execution"
+    elif isinstance(config, dict) and "endpoint" in config:
+        raw, at = config, f"{where}.config"
+    else:
         raise ConfigError(
             f"{where}.execution.endpoint: required (the URL to call, e.g. "
             "'https://api.example.com/orders/{orderId}')",
             errors=[(f"{where}.execution.endpoint", "required")],
         )
-    endpoint = str(execution["endpoint"])
-    scheme = urllib.parse.urlsplit(_PLACEHOLDER.sub("x", endpoint)).scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ConfigError(
-            f"{where}.execution.endpoint: must be an http:// or https:// URL, got {endpoint!r}",
-            errors=[(f"{where}.execution.endpoint", "not an http(s) URL")],
-        )
-    method = str(execution.get("method") or "GET").upper()
-    if method not in _QUERY_METHODS | _BODY_METHODS:
-        raise ConfigError(
-            f"{where}.execution.method: unsupported method {method!r}; use one of "
-            f"{', '.join(sorted(_QUERY_METHODS | _BODY_METHODS))}",
-            errors=[(f"{where}.execution.method", "unsupported method")],
-        )
-    headers_cfg = execution.get("headers") or {}
-    if not isinstance(headers_cfg, dict):
-        raise ConfigError(f"{where}.execution.headers: expected an object of header names to values")
-    headers = {str(k): _str_value(v) for k, v in headers_cfg.items()}
-    auth = _auth_headers(execution.get("auth") or d.get("auth"), f"{where}.execution.auth")
+    if isinstance(raw, dict) and raw.get("auth") is None and d.get("auth") is not None:
+        raw = {**raw, "auth": d["auth"]}  # a descriptor-level auth (older form) counts as execution.auth
+    execution = validate_part(HttpExecution, raw, at)
+    headers = {str(k): _str_value(v) for k, v in execution.headers.items()}
+    auth = _auth_headers(execution.auth)
     # Header names are case-insensitive: an auth header replaces a plain header of the same name.
     lowered = {k.lower() for k in auth}
     headers = {k: v for k, v in headers.items() if k.lower() not in lowered} | auth
@@ -361,10 +328,11 @@ def create_http_tool(descriptor: Any) -> HttpTool:
     timeout = DEFAULT_TIMEOUT
     if d.get("timeout"):
         timeout = float(d["timeout"]) / 1000
-    elif execution.get("timeout"):
-        timeout = float(execution["timeout"])
+    elif execution.timeout:
+        timeout = execution.timeout
     if timeout <= 0:
-        raise ConfigError(f"{where}: timeout must be positive")
+        raise ConfigError(f"{where}.timeout: must be positive", errors=[(f"{where}.timeout", "not positive")])
+    endpoint, method = execution.endpoint, execution.method
 
     try:
         parameters = _schema_of(d.get("parameters"), f"{where}.parameters")
@@ -380,7 +348,7 @@ def create_http_tool(descriptor: Any) -> HttpTool:
             output_schema=output_schema,
             headers=headers,
             timeout=timeout,
-            max_response_bytes=int(execution.get("maxResponseBytes") or MAX_RESPONSE_BYTES),
+            max_response_bytes=execution.maxResponseBytes or MAX_RESPONSE_BYTES,
         )
     except SchemaError as e:
         raise ConfigError(f"{where}: invalid schema: {e}") from None

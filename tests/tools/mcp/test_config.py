@@ -134,49 +134,61 @@ def test_tool_descriptor_model_and_millisecond_timeout():
 
 
 @pytest.mark.parametrize(
-    ("desc", "field"),
+    ("desc", "field", "says"),
     [
-        ({"type": "mcp", "config": {}}, "config"),
-        ({"type": "mcp", "config": {"transport": "carrier-pigeon", "command": "x"}}, "config.transport"),
-        ({"type": "mcp", "config": {"transport": "stdio", "url": "http://x"}}, "config.command"),
-        ({"type": "mcp", "config": {"url": "ftp://x"}}, "url"),
-        ({"type": "mcp", "config": {"command": "x", "args": "not-a-list"}}, "config.args"),
-        ({"type": "mcp", "config": {"command": "x", "cwd": "/no/such/dir/anywhere"}}, "config.cwd"),
-        ({"type": "mcp", "config": {"command": "x", "callTimeout": 0}}, "config.callTimeout"),
-        ({"type": "mcp", "config": {"command": "x", "listTimeout": "15"}}, "config.listTimeout"),
-        ({"type": "mcp", "config": {"command": "x", "comand": "typo"}}, "config"),
-        ({"type": "mcp", "config": {"server": "self", "url": "http://x"}}, "config.server"),
-        ({"type": "mcp", "mcpClient": {"url": "http://x", "auth": {"type": "bearer"}}}, "auth.bearerToken"),
-        ({"type": "mcp", "mcpClient": {"url": "http://x", "auth": {"type": "header"}}}, "auth.headers"),
-        ({"type": "mcp", "mcpClient": {"url": "http://x", "auth": {"type": "basic"}}}, "auth.type"),
-        ({"type": "mcp", "config": {"command": "x", "auth": {"type": "bearer", "bearerToken": "t"}}}, "auth"),
+        ({"type": "mcp", "config": {}}, "config", "no server given"),
+        ({"type": "mcp", "config": {"transport": "carrier-pigeon", "command": "x"}}, "config.transport",
+         "unknown transport"),
+        ({"type": "mcp", "config": {"transport": "stdio", "url": "http://x"}}, "config.command", "required"),
+        ({"type": "mcp", "config": {"url": "ftp://x"}}, "url", "http(s) URL"),
+        ({"type": "mcp", "config": {"command": "x", "args": "not-a-list"}}, "config.args", "valid list"),
+        ({"type": "mcp", "config": {"command": "x", "cwd": "/no/such/dir/anywhere"}}, "config.cwd",
+         "does not exist"),
+        ({"type": "mcp", "config": {"command": "x", "callTimeout": 0}}, "config.callTimeout",
+         "greater than 0"),
+        ({"type": "mcp", "config": {"command": "x", "listTimeout": "soon"}}, "config.listTimeout", "number"),
+        ({"type": "mcp", "config": {"command": "x", "listTimeout": float("inf")}}, "config.listTimeout",
+         "finite"),
+        ({"type": "mcp", "config": {"server": "self", "url": "http://x"}}, "config.server", "excludes"),
+        ({"type": "mcp", "mcpClient": {"url": "http://x", "auth": {"type": "bearer"}}}, "mcpClient.auth",
+         "bearerToken is required"),
+        ({"type": "mcp", "mcpClient": {"url": "http://x", "auth": {"type": "header"}}}, "mcpClient.auth",
+         "headers (a non-empty object) is required"),
+        ({"type": "mcp", "mcpClient": {"url": "http://x", "auth": {"type": "basic"}}}, "mcpClient.auth.type",
+         "'bearer' or 'header'"),
+        ({"type": "mcp", "config": {"command": "x", "auth": {"type": "bearer", "bearerToken": "t"}}}, "auth",
+         "HTTP transports only"),
         (
             {"type": "mcp", "mcpClient": {"url": "http://x", "toolFilter": {"type": "some"}}},
-            "toolFilter.type",
+            "mcpClient.toolFilter.type", "'all', 'include', 'exclude' or 'expression'",
         ),
         (
             {"type": "mcp", "mcpClient": {"url": "http://x", "toolFilter": {"type": "expression"}}},
-            "toolFilter.expression",
+            "toolFilter.expression", "required",
         ),
         (
             {
                 "type": "mcp",
                 "mcpClient": {"url": "http://x", "toolFilter": {"type": "expression", "expression": ".[ |"}},
             },
-            "toolFilter.expression",
+            "toolFilter.expression", "invalid jq",
         ),
-        ({"type": "mcp", "config": {"server": "self", "tools": ["a", "*"]}}, "config.tools"),
+        ({"type": "mcp", "config": {"server": "self", "tools": ["a", "*"]}}, "config.tools", "only entry"),
+        ({"type": "mcp", "config": {"server": "self", "tools": 3}}, "config.tools", "valid"),
         (
             {"type": "mcp", "config": {"server": "self", "tools": ["a"], "toolFilter": {"type": "all"}}},
-            "toolFilter",
+            "toolFilter", "not both",
         ),
+        ({"type": "mcp", "config": {"server": "python 'server.py"}}, "config.server", "unterminated"),
     ],
 )
-def test_bad_descriptors_name_the_field(desc, field):
+def test_bad_descriptors_name_the_field(desc, field, says):
     with pytest.raises(ConfigError) as ei:
         parse_descriptor(desc)
-    assert f": {field}: " in str(ei.value)
-    assert ei.value.errors and ei.value.errors[0][0].endswith(field)
+    path, msg = ei.value.errors[0]
+    assert path == f"tools[mcp].{field}"
+    assert says in msg
+    assert f"{path}: " in str(ei.value)
 
 
 def test_missing_provider_is_a_config_error_naming_the_descriptor():
@@ -185,3 +197,75 @@ def test_missing_provider_is_a_config_error_naming_the_descriptor():
         MCPServer.from_descriptor(desc, providers={"other": object()})  # type: ignore[dict-item]
     msg = str(ei.value)
     assert "tools[mcp 'rules']" in msg and "'self'" in msg and "other" in msg
+
+
+# --- RuleGo's remote forms and typed config (issue 9 items 10 and 16) -------------------------------------
+
+def test_server_as_url_is_streamable_http():
+    cfg = parse_descriptor({"type": "mcp", "config": {"server": "https://mcp.example.com/v1", "tools": "*"}})
+    assert (cfg.transport, cfg.url, cfg.provider) == ("streamable-http", "https://mcp.example.com/v1", "")
+    assert cfg.name == "mcp_example_com"
+    assert cfg.filter.type == "all"
+
+
+def test_server_as_command_line_is_stdio():
+    cfg = parse_descriptor({"type": "mcp", "config": {
+        "server": "python3  server.py --root '/tmp/a b' \"x'y\" ''"}})
+    assert (cfg.transport, cfg.command) == ("stdio", "python3")
+    assert cfg.args == ["server.py", "--root", "/tmp/a b", "x'y", ""]
+    assert cfg.name == "server"
+    path = parse_descriptor({"type": "mcp", "config": {"server": "/opt/bin/my-server"}})
+    assert (path.transport, path.command, path.args) == ("stdio", "/opt/bin/my-server", [])
+
+
+def test_server_bare_word_is_a_provider_or_a_program_on_path():
+    cfg = parse_descriptor({"type": "mcp", "config": {"server": "self"}})
+    assert (cfg.transport, cfg.provider) == ("provider", "self")
+    # not a provider but a program on PATH: RuleGo runs it, so do we (nothing starts until first use)
+    server = MCPServer.from_descriptor({"type": "mcp", "config": {"server": "sh"}}, providers={})
+    assert (server.config.transport, server.config.command, server.config.provider) == ("stdio", "sh", "")
+    # a provider of that name wins over the program
+    prov = MCPServer.from_descriptor({"type": "mcp", "config": {"server": "sh"}},
+                                     providers={"sh": object()})  # type: ignore[dict-item]
+    assert prov.config.transport == "provider"
+    with pytest.raises(ConfigError, match="no program of that name is on PATH"):
+        MCPServer.from_descriptor({"type": "mcp", "config": {"server": "no-such-prog-xyz"}}, providers={})
+
+
+@pytest.mark.parametrize(("tools", "kind", "names"), [
+    ("*", "all", []), ("", "all", []), ("a", "include", ["a"]), ("a, b", "include", ["a", "b"]),
+])
+def test_tools_as_a_string(tools, kind, names):
+    cfg = parse_descriptor({"type": "mcp", "config": {"server": "self", "tools": tools}})
+    assert (cfg.filter.type, cfg.filter.names) == (kind, names)
+
+
+def test_rulego_keys_are_honoured_and_unknown_keys_warned():
+    from chainreact.config.loader import UnknownFieldWarning
+
+    with pytest.warns(UnknownFieldWarning, match=r"tools\[mcp\]\.config\.comand") as rec:
+        cfg = parse_descriptor({"type": "mcp", "config": {
+            "server": "python3 s.py", "timeout": 45, "client_name": "My App", "client_version": "2.0",
+            "comand": "typo"}})
+    assert len(rec) == 1
+    assert (cfg.list_timeout, cfg.client_name, cfg.client_version) == (45.0, "My App", "2.0")
+
+
+def test_mcp_client_keys_win_and_errors_name_the_form():
+    cfg = parse_descriptor({"type": "mcp", "config": {"url": "http://a/mcp", "callTimeout": 5},
+                            "mcpClient": {"url": "http://b/mcp"}})
+    assert (cfg.url, cfg.call_timeout) == ("http://b/mcp", 5.0)
+    with pytest.raises(ConfigError) as ei:
+        parse_descriptor({"type": "mcp", "mcpClient": {"url": 3, "auth": "x", "callTimeout": -1}})
+    assert [p for p, _ in ei.value.errors] == ["tools[mcp].mcpClient.url", "tools[mcp].mcpClient.auth",
+                                               "tools[mcp].mcpClient.callTimeout"]
+
+
+def test_retry_non_idempotent_option():
+    base = {"type": "mcp", "config": {"server": "self"}}
+    assert not parse_descriptor(base).may_resend("a")
+    assert parse_descriptor(base).may_resend("a", idempotent_hint=True)
+    every = parse_descriptor({"type": "mcp", "config": {"server": "self", "retryNonIdempotent": True}})
+    assert every.may_resend("a")
+    some = parse_descriptor({"type": "mcp", "config": {"server": "self", "retryNonIdempotent": ["a"]}})
+    assert some.may_resend("a") and not some.may_resend("b")

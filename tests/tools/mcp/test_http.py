@@ -108,3 +108,13 @@ async def test_sse_transport_with_bearer_auth(http_server):
         assert await server.call_tool("echo", {"text": "over sse"}) == "echo: over sse"
     with pytest.raises(ToolError):
         await MCPServer.from_descriptor({"type": "mcp", "config": {"url": srv.url}}).list_tools()
+
+
+async def test_rulego_server_url_is_streamable_http(http_server):
+    srv = http_server()
+    desc = {"type": "mcp", "config": {"server": srv.url, "tools": "echo"}}
+    async with MCPServer.from_descriptor(desc) as server:
+        assert server.config.transport == "streamable-http"
+        tools = await server.list_tools()
+        assert [t.name for t in tools] == ["echo"]
+        assert await tools[0].run({"text": "hi"}, CTX) == "echo: hi"

@@ -4,6 +4,7 @@ server-everything (npm), plus an in-test crashing server for session loss."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -266,3 +267,20 @@ async def test_aclose_while_connecting_fails_the_waiting_call(tmp_path):
     with pytest.raises(ToolError, match="was closed while connecting"):
         await listing
     assert not alive(pids(pidfile)[0])
+
+
+async def test_rulego_server_command_line_and_client_info(crashy, tmp_path):
+    """RuleGo's form: `server` is a command line (quotes group words); client_name/version are sent."""
+    desc, pidfile = crashy
+    script = desc["config"]["args"][0]
+    wire = tmp_path / "wire.jsonl"
+    line = f"sh -c 'tee {wire} | {sys.executable} {script} {pidfile}'"
+    rulego = {"type": "mcp", "config": {"server": line, "tools": "*", "timeout": 90,
+                                        "client_name": "RuleGo AI Agent", "client_version": "1.0.0"}}
+    async with MCPServer.from_descriptor(rulego) as server:
+        assert (server.config.command, server.config.args[0]) == ("sh", "-c")
+        tools = {t.name: t for t in await server.list_tools()}
+        assert {"ping", "crash", "sleep"} <= set(tools)
+        assert await tools["ping"].run({}, CTX) == "pong"
+    init = next(m for m in map(json.loads, wire.read_text().splitlines()) if m.get("method") == "initialize")
+    assert init["params"]["clientInfo"] == {"name": "RuleGo AI Agent", "version": "1.0.0"}

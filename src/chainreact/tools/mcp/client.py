@@ -124,7 +124,14 @@ class _Owner:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await self.backend.open_transport(stack, self)
-                session = await stack.enter_async_context(ClientSession(read, write))
+                cfg = self.backend.cfg
+                info = None
+                if cfg.client_name or cfg.client_version:  # RuleGo's client_name / client_version
+                    from mcp.types import Implementation
+
+                    info = Implementation(name=cfg.client_name or "chainreact",
+                                          version=cfg.client_version or "0")
+                session = await stack.enter_async_context(ClientSession(read, write, client_info=info))
                 await session.initialize()
                 self.ready.set_result(None)
                 async with anyio.create_task_group() as tg:

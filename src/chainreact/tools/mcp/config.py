@@ -18,6 +18,7 @@ from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
 from ...errors import ConfigError
+from ..descriptors import McpAuth, McpConfig, validate_part
 from .filters import ToolFilter, parse_filter
 
 Transport = Literal["stdio", "streamable-http", "sse", "provider"]
@@ -37,24 +38,6 @@ _TRANSPORT_ALIASES = {
 # Interpreters/launchers whose first positional argument names the server better than they do.
 _LAUNCHERS = {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "deno", "sh", "bash", "pipx", "npm"}
 
-_KNOWN_KEYS = {
-    "server",
-    "transport",
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "auth",
-    "tools",
-    "toolFilter",
-    "listTimeout",
-    "callTimeout",
-    "name",
-}
-
-
 @dataclass(slots=True)
 class MCPServerConfig:
     name: str
@@ -70,7 +53,17 @@ class MCPServerConfig:
     list_timeout: float = DEFAULT_LIST_TIMEOUT
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     description: str = ""
+    client_name: str = ""  # RuleGo's client_name/client_version: the clientInfo sent at initialize
+    client_version: str = ""
+    # Tools whose calls may be re-sent after the session was lost mid-call: True = all, else these names.
+    retry_non_idempotent: bool | frozenset[str] = False
     where: str = "tools[mcp]"  # how error messages name the descriptor
+
+    def may_resend(self, tool: str, idempotent_hint: bool = False) -> bool:
+        """Whether a call of `tool` that was in flight when the session died may be sent again."""
+        if idempotent_hint or self.retry_non_idempotent is True:
+            return True
+        return isinstance(self.retry_non_idempotent, frozenset) and tool in self.retry_non_idempotent
 
     def describe(self) -> str:
         """Short human description of the endpoint for error messages."""
@@ -84,42 +77,37 @@ class MCPServerConfig:
 def parse_descriptor(desc: Any, where: str = "") -> MCPServerConfig:
     """Validate an MCP descriptor (a `ToolDescriptor` or a plain dict) into an MCPServerConfig."""
     raw = _as_dict(desc)
-    name = _str(raw.get("name"), "name", where)
+    name = _str(raw.get("name"), "name", where or "tools[mcp]")
     where = where or (f"tools[mcp {name!r}]" if name else "tools[mcp]")
     if raw.get("type", "mcp") != "mcp":
         _fail(where, "type", f"expected 'mcp', got {raw.get('type')!r}")
-    cfg = dict(raw.get("config") or {})
-    if not isinstance(cfg, dict):
-        _fail(where, "config", "must be an object")
-    client = raw.get("mcpClient")
-    if client is not None:
-        if not isinstance(client, dict):
-            _fail(where, "mcpClient", "must be an object")
-        cfg.update(client)
-    unknown = sorted(set(cfg) - _KNOWN_KEYS)
-    if unknown:
-        _fail(
-            where,
-            "config",
-            f"unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(_KNOWN_KEYS))}",
-        )
-    name = name or _str(cfg.get("name"), "config.name", where)
-
-    server = _str(cfg.get("server"), "config.server", where)
-    url = _str(cfg.get("url"), "url", where)
-    command = _str(cfg.get("command"), "config.command", where)
-    transport_raw = _str(cfg.get("transport"), "config.transport", where).lower()
-
+    cfg = validate_part(McpConfig, raw.get("config") or {}, f"{where}.config")
+    client_raw = raw.get("mcpClient")
+    if client_raw is not None:
+        client = validate_part(McpConfig, client_raw, f"{where}.mcpClient")
+        # mcpClient's keys win over config's (both forms share one set of key names)
+        cfg = cfg.model_copy(update={k: getattr(client, k) for k in client.model_fields_set})
+    name = name or cfg.name
+    server, url, command, args = cfg.server.strip(), cfg.url, cfg.command, [str(a) for a in cfg.args]
+    transport_raw = cfg.transport.strip().lower()
     if transport_raw and transport_raw not in _TRANSPORT_ALIASES:
-        _fail(
-            where,
-            "config.transport",
-            f"unknown transport {transport_raw!r}; use stdio, streamable-http or sse",
-        )
-    transport: Transport
+        _fail(where, "config.transport",
+              f"unknown transport {transport_raw!r}; use stdio, streamable-http or sse")
+
+    if server and (url or command):
+        _fail(where, "config.server", "'server' excludes 'url' and 'command' (it names the server itself)")
+    provider = ""
     if server:
-        if url or command:
-            _fail(where, "config.server", "a host provider ('server') excludes 'url' and 'command'")
+        # RuleGo's remote forms: an http(s) URL, or a command line; a bare word names a host provider.
+        if re.match(r"(?i)https?://", server):
+            url = server
+        elif _is_command_line(server):
+            parts = split_command_line(server, where)
+            command, args = parts[0], parts[1:]
+        else:
+            provider = server
+    transport: Transport
+    if provider:
         transport = "provider"
     elif transport_raw:
         transport = _TRANSPORT_ALIASES[transport_raw]  # type: ignore[assignment]
@@ -132,8 +120,8 @@ def parse_descriptor(desc: Any, where: str = "") -> MCPServerConfig:
         _fail(
             where,
             "config",
-            "no server given: set config.server (host provider), config.command (stdio) "
-            "or url (streamable-http/sse)",
+            "no server given: set config.server (a host provider, an http(s) URL or a command line), "
+            "config.command (stdio) or url (streamable-http/sse)",
         )
 
     if transport == "stdio" and not command:
@@ -144,44 +132,80 @@ def parse_descriptor(desc: Any, where: str = "") -> MCPServerConfig:
         if urlsplit(url).scheme not in ("http", "https"):
             _fail(where, "url", f"must be an http(s) URL, got {url!r}")
 
-    args = cfg.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
-        _fail(where, "config.args", "must be a list of strings")
-    env = _str_map(cfg.get("env"), "config.env", where)
-    cwd = _str(cfg.get("cwd"), "config.cwd", where) or None
+    env = {k: _scalar(v) for k, v in cfg.env.items()}
+    cwd = cfg.cwd or None
     if cwd is not None and not os.path.isdir(cwd):
         _fail(where, "config.cwd", f"directory {cwd!r} does not exist")
 
-    headers = _str_map(cfg.get("headers"), "config.headers", where)
-    headers.update(_auth_headers(cfg.get("auth"), where))
+    headers = {k: _scalar(v) for k, v in cfg.headers.items()}
+    headers.update(_auth_headers(cfg.auth))
     if headers and transport in ("stdio", "provider"):
         _fail(where, "auth", f"headers/auth apply to HTTP transports only, not {transport!r}")
 
-    flt = parse_filter(cfg.get("tools"), cfg.get("toolFilter"), where)
+    tool_filter = cfg.toolFilter.model_dump() if cfg.toolFilter is not None else None
+    flt = parse_filter(cfg.tools, tool_filter, where)
 
-    desc_text = raw.get("description") or ""
     call_default = DEFAULT_CALL_TIMEOUT
     ms = raw.get("timeout")
     if ms:  # the generic ToolDescriptor.timeout is milliseconds; config.callTimeout (seconds) wins
         call_default = _positive(ms, "timeout", where) / 1000.0
-
+    retry = cfg.retryNonIdempotent
     out = MCPServerConfig(
         name="",
         transport=transport,
         command=command,
-        args=[str(a) for a in args],
+        args=args,
         env=env,
         cwd=cwd,
         url=url,
         headers=headers,
-        provider=server,
+        provider=provider,
         filter=flt,
-        list_timeout=_positive(cfg.get("listTimeout", DEFAULT_LIST_TIMEOUT), "config.listTimeout", where),
-        call_timeout=_positive(cfg.get("callTimeout", call_default), "config.callTimeout", where),
-        description=str(desc_text),
+        # RuleGo's `timeout` (seconds) is its connect timeout: here the default of listTimeout.
+        list_timeout=cfg.listTimeout or cfg.timeout or DEFAULT_LIST_TIMEOUT,
+        call_timeout=cfg.callTimeout or call_default,
+        description=str(raw.get("description") or ""),
+        client_name=cfg.client_name,
+        client_version=cfg.client_version,
+        retry_non_idempotent=retry if isinstance(retry, bool) else frozenset(retry),
         where=where,
     )
     out.name = sanitize_name(name) if name else derive_name(out)
+    return out
+
+
+def _is_command_line(server: str) -> bool:
+    """A `server` value that runs a program: it has arguments, quotes or a path (`/usr/bin/x`, `./x`)."""
+    return any(c.isspace() for c in server) or server[0] in "\"'./~" or "/" in server or "\\" in server
+
+
+def split_command_line(line: str, where: str = "tools[mcp]") -> list[str]:
+    """Split a command line as RuleGo does: whitespace separates, '...' and "..." group (no escapes)."""
+    out: list[str] = []
+    current: list[str] = []
+    quote = ""
+    started = False
+    for ch in line:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                current.append(ch)
+        elif ch in "\"'":
+            quote, started = ch, True
+        elif ch.isspace():
+            if started:
+                out.append("".join(current))
+                current, started = [], False
+        else:
+            current.append(ch)
+            started = True
+    if quote:
+        _fail(where, "config.server", f"unterminated {quote} quote in command line {line!r}")
+    if started:
+        out.append("".join(current))
+    if not out or not out[0]:
+        _fail(where, "config.server", f"no command in {line!r}")
     return out
 
 
@@ -219,24 +243,19 @@ def _as_dict(desc: Any) -> dict[str, Any]:
     raise ConfigError(f"tools: an MCP descriptor must be an object, got {type(desc).__name__}")
 
 
-def _auth_headers(auth: Any, where: str) -> dict[str, str]:
+def _auth_headers(auth: McpAuth | None) -> dict[str, str]:
     """The flow spec's McpAuthDef: {"type": "bearer", "bearerToken"} or {"type": "header", "headers"}."""
     if auth is None:
         return {}
-    if not isinstance(auth, dict):
-        _fail(where, "auth", "must be an object")
-    kind = auth.get("type")
-    if kind == "bearer":
-        token = auth.get("bearerToken")
-        if not isinstance(token, str) or not token:
-            _fail(where, "auth.bearerToken", "required (non-empty string) when auth.type is 'bearer'")
-        return {"Authorization": f"Bearer {token}"}
-    if kind == "header":
-        headers = _str_map(auth.get("headers"), "auth.headers", where)
-        if not headers:
-            _fail(where, "auth.headers", "required (non-empty object) when auth.type is 'header'")
-        return headers
-    _fail(where, "auth.type", f"must be 'bearer' or 'header', got {kind!r}")
+    if auth.type == "bearer":
+        return {"Authorization": f"Bearer {auth.bearerToken}"}
+    return dict(auth.headers)
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def _str(v: Any, key: str, where: str) -> str:
@@ -247,14 +266,6 @@ def _str(v: Any, key: str, where: str) -> str:
     return v
 
 
-def _str_map(v: Any, key: str, where: str) -> dict[str, str]:
-    if v is None:
-        return {}
-    if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
-        _fail(where, key, "must be an object of strings")
-    return {k: str(x) for k, x in v.items()}
-
-
 def _positive(v: Any, key: str, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
         _fail(where, key, f"must be a positive number of seconds, got {v!r}")
@@ -262,4 +273,4 @@ def _positive(v: Any, key: str, where: str) -> float:
 
 
 def _fail(where: str, key: str, msg: str) -> NoReturn:
-    raise ConfigError(f"{where}: {key}: {msg}", errors=[(f"{where}.{key}", msg)])
+    raise ConfigError(f"{where}.{key}: {msg}", errors=[(f"{where}.{key}", msg)])

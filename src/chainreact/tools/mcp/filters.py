@@ -117,6 +117,8 @@ def parse_filter(tools: Any, tool_filter: Any, where: str) -> ToolFilter:
     if tool_filter is None:
         if tools is None:
             return ToolFilter(where=where)
+        if isinstance(tools, str):  # RuleGo's `"tools": "*"`; "a, b" names tools too
+            tools = [t.strip() for t in tools.split(",") if t.strip()]
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             _fail(where, "config.tools", "must be a list of tool names")
         if not tools or tools == ["*"]:
@@ -165,4 +167,4 @@ def _compile_jq(expr: str, where: str) -> Any:
 
 
 def _fail(where: str, key: str, msg: str) -> NoReturn:
-    raise ConfigError(f"{where}: {key}: {msg}", errors=[(f"{where}.{key}", msg)])
+    raise ConfigError(f"{where}.{key}: {msg}", errors=[(f"{where}.{key}", msg)])

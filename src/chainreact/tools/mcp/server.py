@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
+import shutil
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
@@ -37,6 +39,11 @@ class MCPServer:
     def from_descriptor(cls, desc: Any, *, providers: Mapping[str, ToolProvider] | None = None) -> MCPServer:
         """Build from a `ToolDescriptor` (type "mcp") or a dict in either spec form. Nothing connects yet."""
         cfg = parse_descriptor(desc)
+        if cfg.transport == "provider" and cfg.provider not in (providers or {}) \
+                and cfg.provider != "self" and shutil.which(cfg.provider):
+            # RuleGo's `server` is a command line when it is not "self" or a URL: a bare word that no host
+            # provider answers to but that is a program on PATH runs as a stdio server.
+            cfg = dataclasses.replace(cfg, transport="stdio", command=cfg.provider, provider="")
         if cfg.transport == "provider":
             provider = (providers or {}).get(cfg.provider)
             if provider is None:
@@ -44,7 +51,8 @@ class MCPServer:
                 raise ConfigError(
                     f"{cfg.where}: config.server {cfg.provider!r} names a host tool provider, but none was "
                     "given "
-                    f"under that name (providers passed: {known}); pass providers={{{cfg.provider!r}: ...}}",
+                    f"under that name (providers passed: {known}) and no program of that name is on PATH; "
+                    f"pass providers={{{cfg.provider!r}: ...}} or give a command line or URL",
                     errors=[(f"{cfg.where}.config.server", f"no provider {cfg.provider!r}")],
                 )
             return cls(cfg, ProviderBackend(provider, cfg.name))
