@@ -112,8 +112,9 @@ def test_missing_key_is_empty_with_warning(ctx: TemplateContext, caplog: pytest.
         assert render("${(global.no_such_root_dir_zz ?? '') + '/x'}", ctx) == "/x"
     assert any("backup" in r.getMessage() for r in caplog.records)
     # expr-lang does not add nil to a string: the error names the nil operand
-    with pytest.raises(TemplateError, match="invalid operation: nil \\+ string"):
+    with pytest.raises(TemplateError, match="invalid operation: nil \\+ string") as ei:
         render("${global.no_such_root_dir_zz + '/x'}", ctx)
+    assert "is global.no_such_root_dir_zz defined?" in str(ei.value)
 
 
 def test_missing_include_is_empty(ctx: TemplateContext) -> None:

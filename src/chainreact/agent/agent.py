@@ -150,11 +150,12 @@ class Agent:
                             session_values: Mapping[str, Any] | None) -> str:
         text = self.instruction
         if session_values is not None:
-            # {Key} first: it leaves ${...} alone, and included files never meet {Key} rules.
-            from ..template import format_session
+            # One pass for {Key} and ${...}: session values are data (never evaluated), and included
+            # files never meet {Key} rules.
+            from ..template import render_session
 
-            text = format_session(text, dict(session_values))
-        if "${" in text:
+            text = render_session(text, dict(session_values), self._template_ctx(metadata))
+        elif "${" in text:
             from ..template import render
 
             text = render(text, self._template_ctx(metadata))

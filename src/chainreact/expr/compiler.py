@@ -355,6 +355,9 @@ class Compiler:
                 return right(s)
         else:  # pragma: no cover - the parser only makes the operators above
             raise ExprSyntaxError(f"unknown operator {op}", expression=self.src, position=node.pos)
+        names = [p for p in (_path(node.left), _path(node.right)) if p]
+        if names and op not in ("&&", "||", "==", "!=", ";"):
+            fn = _hint_nil(fn, names)
         return self._fold(node, fn)
 
     def _coalesce(self, node: Binary) -> Fn:
@@ -410,6 +413,30 @@ class Compiler:
 _ARITH: dict[str, Callable[[Any, Any], Any]] = {
     "-": V.sub, "*": V.mul, "/": V.div, "%": V.mod, "**": V.power,
 }
+
+
+def _path(node: Node) -> str | None:
+    if isinstance(node, Name):
+        return node.name
+    if isinstance(node, Member):
+        return node.path
+    return None
+
+
+def _hint_nil(fn: Fn, names: list[str]) -> Fn:
+    """`nil + 'x'` fails as in expr-lang; the message says which names may be undefined."""
+    hint = f" (is {' or '.join(names)} defined?)"
+
+    def hinted(s: Scope) -> Any:
+        try:
+            return fn(s)
+        except ExprError as e:
+            if e.detail.startswith("invalid operation") and "nil" in e.detail and hint not in e.detail:
+                e.detail += hint
+                e.args = (e.detail,)
+            raise
+
+    return hinted
 
 
 def _constant(node: Node) -> bool:
