@@ -124,3 +124,21 @@ def test_template_render_is_bounded() -> None:
     with pytest.raises(ExprError, match="template result too large"):
         t.render({"s": "x" * 10})
     assert len(parse_template("${repeat(s, 60)}-${repeat(s, 60)}").render({"s": "x"})) == 121
+
+
+@pytest.mark.parametrize("src", [
+    "[repeat(s, 9000000), repeat(s, 9000000), repeat(s, 9000000), repeat(s, 9000000), repeat(s, 9000000),"
+    " repeat(s, 9000000)]",  # each result within its bound, their sum not
+    "map(1..900, 1..900000)",
+    "map(1..1000, repeat(s, 900000))",
+])
+def test_total_built_size_is_bounded(src: str) -> None:
+    with pytest.raises(ExprError, match=r"too large|too expensive"):
+        run(src, s="x")
+
+
+def test_uniq_is_not_quadratic_on_scalars() -> None:
+    assert run("len(uniq(1..200000))") == 200000
+    assert run("uniq([1, 1.0, true, 'a', 'a', nil, nil, [1], [1]])") == [1, True, "a", None, [1]]
+    with pytest.raises(ExprError, match="too large"):
+        run("split(s, ',')", s="," * 1_000_001)

@@ -118,6 +118,8 @@ def _go_split(s: str, sep: str, n: int, after: bool) -> list[str]:
         if n > 0 and len(parts) > n:
             parts = [*parts[:n - 1], "".join(parts[n - 1:])]
         return parts
+    if n < 0 and s.count(sep) >= V.MAX_ITEMS:
+        raise ExprError(f"split(): result too large (more than {V.MAX_ITEMS} items)")
     pieces = s.split(sep, n - 1) if n > 0 else s.split(sep)
     if after:
         pieces = [p + sep for p in pieces[:-1]] + pieces[-1:]
@@ -433,10 +435,37 @@ def _flatten(arr: Any) -> list[Any]:
 @_builtin("uniq")
 def _uniq(arr: Any) -> list[Any]:
     out: list[Any] = []
+    seen: set[Any] = set()
+    others: list[Any] = []  # unhashable items (arrays, maps): compared one by one, so bounded
     for x in _arr(arr, "uniq"):
-        if not any(V.eq(x, y) for y in out):
+        key = _uniq_key(x)
+        if key is not None:
+            if key not in seen:
+                seen.add(key)
+                out.append(x)
+        elif not any(V.eq(x, y) for y in others):
+            if len(others) >= 2000:
+                raise ExprError("uniq(): too many arrays or maps to compare (more than 2000)")
+            others.append(x)
             out.append(x)
     return out
+
+
+def _uniq_key(x: Any) -> Any:
+    """A hashable key with expr-lang's equality (1 == 1.0, true != 1), or None for arrays and maps."""
+    if x is None or type(x) is str:
+        return (0, x)
+    if type(x) is bool:
+        return (1, x)
+    if V.is_num(x):
+        return (2, x)  # int and float hash alike when equal
+    if isinstance(x, list | tuple | Mapping):
+        return None
+    try:
+        hash(x)
+    except TypeError:
+        return None
+    return (3, x)
 
 
 @_builtin("get")
@@ -716,7 +745,7 @@ def predicate_call(name: str, fns: list[Callable[[Any], Any]], src: str) -> Call
         try:
             for i, x in enumerate(a):
                 s.ptr, s.index = x, i
-                yield x, pred(s)
+                yield x, s.charge(pred(s))
         finally:
             s.ptr, s.index = saved
 

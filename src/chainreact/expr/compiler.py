@@ -32,6 +32,9 @@ from .errors import ExprError, ExprSyntaxError, UndefinedName
 Fn = Callable[["Scope"], Any]
 
 MAX_STEPS = 1_000_000  # predicate iterations per run (nested `map(1..1000, map(1..1000, ...))` stops here)
+# Characters and items that one run may build in total (every call result, large `+`, ranges, predicate
+# results): each result is bounded on its own, and this bounds their sum (`[repeat(s, 9e6), ...]`).
+MAX_BUILT = 50_000_000
 
 # undefined-name modes
 NIL, ERROR, STRICT, KEEP = 0, 1, 2, 3
@@ -41,7 +44,7 @@ _MISSING: Any = object()
 class Scope:
     """The state of one run: the environment, the undefined-name mode and the predicate variables."""
 
-    __slots__ = ("acc", "env", "index", "lets", "mode", "optional", "ptr", "steps")
+    __slots__ = ("acc", "built", "env", "index", "lets", "mode", "optional", "ptr", "steps")
 
     def __init__(self, env: Mapping[str, Any], mode: int, optional: bool) -> None:
         self.env = env
@@ -52,6 +55,7 @@ class Scope:
         self.acc: Any = None
         self.lets: dict[str, Any] = {}
         self.steps = MAX_STEPS
+        self.built = MAX_BUILT
 
     def undefined(self, name: str) -> Any:
         if self.mode == NIL:
@@ -68,6 +72,16 @@ class Scope:
         self.steps -= n
         if self.steps < 0:
             raise ExprError(f"expression too expensive (more than {MAX_STEPS} predicate steps)")
+
+    def charge(self, v: Any) -> Any:
+        """Count a built value against the run's total; returns it."""
+        t = type(v)
+        if t is str or t is list or t is dict:
+            self.built -= len(v)
+            if self.built < 0:
+                raise ExprError(f"expression results too large (more than {MAX_BUILT} characters and items "
+                                "in total)")
+        return v
 
 
 class Compiler:
@@ -216,7 +230,7 @@ class Compiler:
                         raise ExprError(f"unknown function {name}()")
                 a = [g(s) for g in argfns]
                 try:
-                    return f(*a)
+                    return s.charge(f(*a))
                 except ExprError:
                     raise
                 except RecursionError:
@@ -321,7 +335,7 @@ class Compiler:
                 a, b = left(s), right(s)
                 if type(a) is str and type(b) is str and len(a) + len(b) < 4096:
                     return a + b
-                return V.add(a, b)
+                return s.charge(V.add(a, b))
         elif op in _ARITH:
             f2 = _ARITH[op]
 
@@ -348,7 +362,7 @@ class Compiler:
                     raise V.mismatch("..", a, b)
                 if b - a + 1 > V.MAX_ITEMS:
                     raise ExprError(f"range too large (more than {V.MAX_ITEMS} items)")
-                return list(range(a, b + 1))
+                return s.charge(list(range(a, b + 1)))
         elif op == ";":
             def fn(s: Scope) -> Any:
                 left(s)
