@@ -23,6 +23,11 @@ EXPECTED = {
                              "answer: Hello from the backup.", "backup saw: Bearer sk-backup",
                              "error: $.configuration.failover[0].url -> '${global.backup_url}' uses "
                              "global.backup_url, which is not defined"],
+    "agent_extensions.py": ["retry: attempt 1 failed (503), retrying", "deploy | roll out ok;",
+                            "final (return_directly): api deployed; Sunny in Lyon",
+                            "system prompt sent: You run operations. (ticket T-7)",
+                            "'tool_search', 'get_weather']",
+                            "{'last_answer': 'api deployed; Sunny in Lyon'}"],
     "state_basic.py": ["last 2 -> ['assistant']", "last 3 -> ['assistant', 'tool', 'assistant']",
                        "recall -> The user prefers window seats", "still to run ['ask_user']",
                        "events after 1 -> ['interrupted']"],

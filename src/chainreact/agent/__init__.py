@@ -8,8 +8,11 @@ from .middleware import AgentContext, Middleware, RunState, ToolCallInfo
 from .plan import Detection, Limits, RunPlan
 from .result import RunResult
 from .run import AgentRun
+from .special_tools import ExitTool, ToolSearchTool
+from .streaming import StreamingFunctionTool, streaming_tool
 
 __all__ = [
     "Agent", "AgentContext", "AgentRegistry", "AgentRun", "AgentTool", "CancelHandle", "CancelMode",
-    "Detection", "Limits", "Middleware", "RunPlan", "RunResult", "RunState", "ToolCallInfo",
+    "Detection", "ExitTool", "Limits", "Middleware", "RunPlan", "RunResult", "RunState",
+    "StreamingFunctionTool", "ToolCallInfo", "ToolSearchTool", "streaming_tool",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from .middleware import Middleware, MiddlewareChain
 from .plan import Detection, Limits, RunPlan, planning_error
 from .result import RunResult
 from .run import AgentRun, run_sync
+from .special_tools import ExitTool, ToolSearchTool
 from .tool_exec import LocalToolIO
 
 
@@ -62,6 +63,13 @@ class Agent:
         detect_window: float = 0.5,
         rule_chain: Mapping[str, Any] | None = None,
         source: str | None = None,
+        gen_model_input: Callable[[str, Any], Any] | None = None,
+        output_key: str | None = None,
+        exit_tool: bool | Tool = False,
+        deferred_tools: Sequence[Any] = (),
+        should_retry: Callable[[Exception], bool] | None = None,
+        should_failover: Callable[[Exception], bool] | None = None,
+        get_failover_model: Callable[[Exception], Any] | None = None,
     ):
         cfg = config if isinstance(config, AgentConfig) else AgentConfig.model_validate(dict(config or {}))
         update: dict[str, Any] = {}
@@ -100,7 +108,19 @@ class Agent:
         self.providers = dict(providers or {})
         self.rule_chain = dict(rule_chain or {})
         self.source = source  # the document's file, for error messages
-        self._tool_entries: list[Any] = [*cfg.tools, *tools]
+        # ChatModelAgent extension points (docs/agent.md, "Extension points").
+        self.gen_model_input = gen_model_input
+        self.output_key = output_key
+        exit_ = ExitTool() if exit_tool is True else exit_tool or None
+        if exit_ is not None:
+            self.return_directly.add(exit_.name)
+        self._deferred_entries = list(deferred_tools)
+        self._deferred: list[Tool] = []
+        # Retry/failover callbacks for the model client this agent creates (llm/client.py).
+        self._client_hooks: dict[str, Any] = {
+            "should_retry": should_retry, "should_failover": should_failover,
+            "get_failover_model": get_failover_model}
+        self._tool_entries: list[Any] = [*cfg.tools, *tools, *([exit_] if exit_ is not None else [])]
         self._mw = MiddlewareChain(list(middleware))
         self._tool_io = LocalToolIO(self._mw)
         self._client: Any = model if model is not None and not isinstance(model, str) else None
@@ -220,11 +240,14 @@ class Agent:
                     entries.append({"type": "builtin", "name": "skill",
                                     "config": {"globalDirs": [str(skills_dir)],
                                                "skills": list(self.config.skills)}})
+            if self._deferred_entries:
+                self._deferred = await resolve_tools(self._deferred_entries, self)
+                entries.append(ToolSearchTool(self._deferred))
             self._tools = await resolve_tools(entries, self)
             if self._client is None:
                 from ..llm import ModelClient
 
-                self._client = ModelClient.from_config(self.config)
+                self._client = ModelClient.from_config(self.config, **self._client_hooks)
             self._ready = True
 
     def _resolve_path(self, p: str) -> Path:
@@ -241,12 +264,13 @@ class Agent:
         return list(self._tools)
 
     async def aclose(self) -> None:
-        for t in self._tools:
+        for t in [*self._tools, *self._deferred]:
             await t.aclose()
         if self._client is not None and hasattr(self._client, "aclose"):
             await self._client.aclose()
         self._ready = False
         self._tools = []
+        self._deferred = []
 
     async def __aenter__(self) -> Agent:
         return self
@@ -273,6 +297,9 @@ class Agent:
                           self.parallel_tool_calls),
             detection=Detection(self.detect_mode, self.detect_window),
             keep_think=self.keep_think,
+            gen_model_input=self.gen_model_input,
+            deferred_tools=tuple(self._deferred),
+            output_key=self.output_key,
             metadata=dict(metadata or {}),
             session_values=session_values,
             # The in-process I/O: the client's own `call` with wrap_model bound, no frame of ours added.

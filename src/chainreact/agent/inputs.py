@@ -57,6 +57,18 @@ def input_text(data: Any) -> str | list[dict[str, Any]]:
     return orjson.dumps(data, default=str).decode()
 
 
+async def gen_messages(gen: Callable[[str, Any], Any], instruction: str, data: Any) -> list[Message]:
+    """A custom GenModelInput's messages (Message objects or OpenAI-shaped dicts; sync or async)."""
+    out = gen(instruction, data)
+    if hasattr(out, "__await__"):
+        out = await out
+    if not isinstance(out, list | tuple):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"gen_model_input must return a list of messages, got {type(out).__name__}")
+    return [_to_message(m, f"gen_model_input()[{i}]") for i, m in enumerate(out)]
+
+
 def build_messages(data: Any, system_prompt: str, preset: Sequence[Any],
                    system_hook: Callable[[str], str] | None = None) -> list[Message]:
     messages = input_messages(data)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 from ..errors import MaxStepsError
@@ -46,10 +46,12 @@ from ..types import (
 )
 from .cancel import CancelMode, CancelState, repair_history
 from .detection import DRAIN, StreamRouter
-from .inputs import build_messages
+from .inputs import build_messages, gen_messages
 from .middleware import AgentContext, RunState
 from .plan import RunPlan
 from .result import RunResult
+from .special_tools import LoadTools
+from .streaming import is_streaming
 from .think import ThinkSplitter, split_think
 from .tool_exec import ToolRunner
 
@@ -128,12 +130,17 @@ class ReactLoop:
                                return_directly=set(plan.return_directly), input=data)
             for m in plan.middleware.before_agent:
                 await m.before_agent(ctx)
+            if plan.gen_model_input is None:
+                messages = build_messages(data, ctx.instruction, plan.preset, plan.system_hook)
+            else:
+                messages = await gen_messages(plan.gen_model_input, ctx.instruction, data)
             state = self.state = RunState(
-                messages=build_messages(data, ctx.instruction, plan.preset, plan.system_hook),
+                messages=messages,
                 tool_specs=[t.spec() for t in ctx.tools],
                 tools={t.name: t for t in ctx.tools},
                 return_directly=ctx.return_directly,
                 run_id=self.run_id,
+                deferred={t.name: t for t in plan.deferred_tools},
             )
             async for ev in self._steps(state):
                 yield ev
@@ -248,7 +255,7 @@ class ReactLoop:
                 return ToolContext(call.id, self.run_id, plan.agent, self.path, history,
                                    self._forward_nested)
 
-            if any(getattr(state.tools.get(c.name), "emits_events", False) for c in calls):
+            if any(_live(state.tools.get(c.name)) for c in calls):
                 outcomes = None
                 async for item in self._run_with_forwarding(runner.run(calls, state.tools, make_ctx)):
                     if isinstance(item, Event):
@@ -260,6 +267,8 @@ class ReactLoop:
                 outcomes = await runner.run(calls, state.tools, make_ctx)
             for o in outcomes:
                 state.messages.append(Message("tool", o.output.content, tool_call_id=o.call.id))
+                if isinstance(o.output.data, LoadTools):  # tool_search found deferred tools: load them
+                    state.load_tools(o.output.data.names)
                 yield self._ev(ToolResultEvent(call_id=o.call.id, name=o.call.name, content=o.output.content,
                                                is_error=o.output.is_error, duration_ms=o.duration_ms))
             yield self._ev(StepEnd())
@@ -313,9 +322,20 @@ class ReactLoop:
             reasoning=reasoning if keep_think else None,
             metadata={"run_id": self.run_id, "agent": self.plan.agent},
         )
+        if self.plan.output_key:  # OutputKey: the answer goes into the run's session values
+            values = self.plan.session_values
+            if not isinstance(values, MutableMapping):
+                values = dict(values or {})
+            values[self.plan.output_key] = content
+            result.session_values = values
         for m in self.plan.middleware.after_agent:
             await m.after_agent(state, result)
         yield self._ev(Final(content=content, usage=usage, stop_reason=stop, reasoning=result.reasoning))
+
+
+def _live(tool: Any) -> bool:
+    """Tools whose events must reach the stream while they run: nested agents, streaming tools."""
+    return bool(getattr(tool, "emits_events", False)) or is_streaming(tool)
 
 
 def _stop_reason(finish_reason: str | None) -> str:

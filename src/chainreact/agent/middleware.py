@@ -7,6 +7,7 @@ Hook points (from the ChatModelAgent design):
     wrap_model      wraps ONE attempt against ONE endpoint (inside failover and retry)
     after_model     after every model call; may rewrite state.messages (the response is already appended)
     wrap_tool_call  wraps one tool execution
+    wrap_stream_tool_call  wraps the piece stream of one streaming tool execution (inside wrap_tool_call)
     after_agent     once, after a successful run (reads the final state and result)
 
 Order of a model call, outer to inner:
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 ModelFn = Callable[["ModelRequest"], AsyncIterator[StreamItem]]
 # One tool execution: parsed arguments -> output.
 ToolFn = Callable[[dict[str, Any]], Awaitable[ToolOutput]]
+# One streaming tool execution: parsed arguments -> text pieces (a ToolOutput piece is the final output).
+StreamToolFn = Callable[[dict[str, Any]], AsyncIterator[str | ToolOutput]]
 
 
 @dataclass
@@ -59,6 +62,18 @@ class RunState:
     run_id: str = ""
     step: int = 0
     values: dict[str, Any] = field(default_factory=dict)  # free space for middleware
+    deferred: dict[str, Tool] = field(default_factory=dict)  # deferred tools not loaded yet (tool_search)
+
+    def load_tools(self, names: Sequence[str]) -> list[str]:
+        """Make deferred tools callable from the next model call; returns the names actually loaded."""
+        loaded = []
+        for name in names:
+            t = self.deferred.pop(name, None)
+            if t is not None and name not in self.tools:
+                self.tools[name] = t
+                self.tool_specs.append(t.spec())
+                loaded.append(name)
+        return loaded
 
 
 @dataclass
@@ -93,6 +108,9 @@ class Middleware:
     def wrap_tool_call(self, call: ToolFn, info: ToolCallInfo) -> ToolFn:
         return call
 
+    def wrap_stream_tool_call(self, call: StreamToolFn, info: ToolCallInfo) -> StreamToolFn:
+        return call
+
 
 def _overrides(mw: Middleware, name: str) -> bool:
     return getattr(type(mw), name) is not getattr(Middleware, name)
@@ -101,7 +119,8 @@ def _overrides(mw: Middleware, name: str) -> bool:
 class MiddlewareChain:
     """Pre-sorted hook lists, so a run pays only for the hooks that are actually overridden."""
 
-    __slots__ = ("after_agent", "after_model", "before_agent", "before_model", "wrap_model", "wrap_tool")
+    __slots__ = ("after_agent", "after_model", "before_agent", "before_model", "wrap_model",
+                 "wrap_stream_tool", "wrap_tool")
 
     def __init__(self, middleware: Sequence[Middleware]):
         self.before_agent = [m for m in middleware if _overrides(m, "before_agent")]
@@ -110,6 +129,7 @@ class MiddlewareChain:
         self.after_model = [m for m in middleware if _overrides(m, "after_model")]
         self.wrap_model = [m for m in middleware if _overrides(m, "wrap_model")]
         self.wrap_tool = [m for m in middleware if _overrides(m, "wrap_tool_call")]
+        self.wrap_stream_tool = [m for m in middleware if _overrides(m, "wrap_stream_tool_call")]
 
     def model_wrapper(self) -> Callable[[ModelFn], ModelFn] | None:
         if not self.wrap_model:
@@ -127,4 +147,9 @@ class MiddlewareChain:
     def wrap_tool_fn(self, call: ToolFn, info: ToolCallInfo) -> ToolFn:
         for m in reversed(self.wrap_tool):
             call = m.wrap_tool_call(call, info)
+        return call
+
+    def wrap_stream_tool_fn(self, call: StreamToolFn, info: ToolCallInfo) -> StreamToolFn:
+        for m in reversed(self.wrap_stream_tool):
+            call = m.wrap_stream_tool_call(call, info)
         return call

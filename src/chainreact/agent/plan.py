@@ -80,6 +80,10 @@ class RunPlan:
     keep_think: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
     session_values: MutableMapping[str, Any] | Mapping[str, Any] | None = None
+    # Instruction + input -> the model messages, instead of the input contract (inputs.py); sync or async.
+    gen_model_input: Callable[[str, Any], Any] | None = None
+    deferred_tools: tuple[Tool, ...] = ()  # found and loaded through the tool_search tool (special_tools.py)
+    output_key: str | None = None  # the final answer is stored under this key in the session values
     # Applied to a system message the input brings (the instruction is not used then): the skill catalog.
     system_hook: Callable[[str], str] | None = None
     client: Any = None  # the ModelClient behind the default `model` (its config, for a durable layer)

@@ -17,6 +17,7 @@ class RunResult:
     stop_reason: str = "stop"  # stop | length | content_filter | max_steps | return_directly | cancelled
     reasoning: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    session_values: Any = None  # the run's session values (with the answer under output_key, if set)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

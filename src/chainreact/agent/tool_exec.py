@@ -11,14 +11,16 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..tools.base import Tool, ToolContext, ToolOutput
-from ..types import ToolCall
-from .middleware import MiddlewareChain, ToolCallInfo, ToolFn
+from ..types import ToolCall, ToolOutputDelta
+from .middleware import MiddlewareChain, StreamToolFn, ToolCallInfo, ToolFn
+from .streaming import collect, is_streaming
 
 if TYPE_CHECKING:
     from .plan import ToolIO
@@ -77,13 +79,15 @@ class LocalToolIO:
 
     async def __call__(self, call: ToolCall, tool: Tool, args: dict[str, Any],
                        ctx: ToolContext) -> ToolOutput:
+        info = ToolCallInfo(call.name, call.id, args, tool, ctx)
+
         async def invoke(a: dict[str, Any]) -> ToolOutput:
             result = await tool.run(a, ctx)
             return result if isinstance(result, ToolOutput) else ToolOutput(str(result))
 
-        fn: ToolFn = invoke
+        fn: ToolFn = self._streamed(call, tool, ctx, info) if is_streaming(tool) else invoke
         if self.middleware.wrap_tool:
-            fn = self.middleware.wrap_tool_fn(invoke, ToolCallInfo(call.name, call.id, args, tool, ctx))
+            fn = self.middleware.wrap_tool_fn(fn, info)
         try:
             if tool.timeout:
                 return await asyncio.wait_for(fn(args), tool.timeout)
@@ -95,6 +99,26 @@ class LocalToolIO:
         except Exception as e:  # a tool failure is information for the model, not a crash
             log.info("tool %s raised %s: %s", call.name, type(e).__name__, e)
             return ToolOutput(f"Error: {type(e).__name__}: {e}", True)
+
+
+    def _streamed(self, call: ToolCall, tool: Tool, ctx: ToolContext, info: ToolCallInfo) -> ToolFn:
+        """A streaming tool as one call: pieces go out live as tool_output_delta events, then joined."""
+
+        def stream(a: dict[str, Any]) -> AsyncIterator[str | ToolOutput]:
+            return tool.stream(a, ctx)  # type: ignore[attr-defined]
+
+        fn: StreamToolFn = stream
+        if self.middleware.wrap_stream_tool:
+            fn = self.middleware.wrap_stream_tool_fn(stream, info)
+
+        def emit(text: str) -> None:
+            if ctx.emit is not None:
+                ctx.emit(ToolOutputDelta(call_id=call.id, name=call.name, text=text))
+
+        async def invoke(a: dict[str, Any]) -> ToolOutput:
+            return await collect(fn(a), emit)
+
+        return invoke
 
 
 class ToolRunner:

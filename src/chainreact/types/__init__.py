@@ -16,6 +16,7 @@ from .events import (
     StepEnd,
     TextDelta,
     ToolCallEvent,
+    ToolOutputDelta,
     ToolResultEvent,
 )
 from .messages import (
@@ -39,5 +40,6 @@ __all__ = [
     "BreakerEvent", "Cancelled", "ClientEvent", "Content", "ErrorEvent", "Event", "FailoverEvent", "Final",
     "Message", "ModelCallEnd", "ModelResponse", "Preamble", "ReasoningChunk", "ReasoningDelta", "RetryEvent",
     "Role", "RunStart", "StepEnd", "StreamItem", "TextChunk", "TextDelta", "ToolCall", "ToolCallChunk",
-    "ToolCallEvent", "ToolResultEvent", "Usage", "assistant", "system", "tool_result", "user",
+    "ToolCallEvent", "ToolOutputDelta", "ToolResultEvent", "Usage", "assistant", "system", "tool_result",
+    "user",
 ]

@@ -87,6 +87,16 @@ class ToolResultEvent(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class ToolOutputDelta(Event):
+    """A piece of a streaming tool's output, live while it runs (the whole output follows in tool_result)."""
+
+    type: ClassVar[str] = "tool_output_delta"
+    call_id: str
+    name: str
+    text: str
+
+
+@dataclass(slots=True, kw_only=True)
 class ModelCallEnd(Event):
     type: ClassVar[str] = "model_call_end"
     message: Message
