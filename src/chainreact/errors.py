@@ -58,13 +58,5 @@ class MaxStepsError(ChainreactError):
     """The run reached maxStep and the policy says to raise."""
 
 
-class CancelledRunError(ChainreactError):
-    """The run was cancelled; `messages` holds the history so far (valid for resuming)."""
-
-    def __init__(self, message: str, messages: list | None = None):
-        self.messages = messages or []
-        super().__init__(message)
-
-
 class LocalModelError(ChainreactError):
     """The embedded local model could not be started (missing extra, failed health check)."""

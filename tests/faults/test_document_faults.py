@@ -108,3 +108,12 @@ def test_a_normal_document_with_aliases_still_loads() -> None:
     data = parse_text("messages: [&m {role: user, content: hi}, *m]\nparams: {temperature: 0.2}\n")
     assert data["messages"] == [{"role": "user", "content": "hi"}] * 2
     assert load_document(json.dumps(data) + "\n").config.params.temperature == 0.2
+
+
+@pytest.mark.parametrize("value", ["[" * 100_000 + "]" * 100_000, "9" * 5000, "[" * 200 + "]" * 200,
+                                   "18446744073709551616"])
+def test_bad_json_globals_are_usage_errors(value: str) -> None:
+    from chainreact.config import build_globals
+
+    with pytest.raises(UsageError, match="--global"):
+        build_globals([f"x:={value}"])

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..jsonutil import deep_merge
 
 
@@ -36,7 +36,17 @@ def parse_global(item: str) -> tuple[list[str], Any]:
         try:
             value = json.loads(value_text)
         except json.JSONDecodeError as e:
-            raise UsageError(f"--global {item!r}: the value after ':=' is not valid JSON ({e.msg})") from None
+            raise UsageError(f"--global {item!r:.80}: the value after ':=' is not valid JSON ({e.msg})"
+                             ) from None
+        except (RecursionError, ValueError):  # nesting or an integer beyond what the parser reads
+            raise UsageError(f"--global {item!r:.80}: the JSON value is nested too deeply or too large"
+                             ) from None
+        from .limits import check_document
+
+        try:
+            check_document(value, f"--global {key.strip()}")
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
     return parts, value
 
 
@@ -66,7 +76,6 @@ def _load_globals_file(path: str) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"--globals {path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-    from ..errors import ConfigError
     from .loader import parse_text
 
     try:
