@@ -13,6 +13,13 @@ Workloads, each on both backends:
 - **append, 1000 sessions**: N appends spread round-robin over 1,000 conversations, then R reads of
   random ones.
 - **checkpoint** (chainreact only): `save_run` of an 8-message run snapshot, and `load_run`.
+- **checkpoint share of a run**: runs of a chainreact Agent (3 tool steps, 4 model calls) against the
+  scripted server (`chainreact fake-llm --responder tool-steps:3`, its own process), without and with a
+  middleware that saves a full RunSnapshot after every model call and after every tool call (7 saves
+  per run), and with a middleware that has the same hooks and does nothing. The extra CPU of this
+  process, as a share of the checkpointing run's CPU, is the cost of checkpointing: "all" against the
+  plain agent, "saves only" against the no-op middleware (what the loop's own checkpointing, not built
+  yet, would cost without a middleware).
 
 Measures: appends per second (wall clock, one task, awaited one by one: the latency a run waits for),
 p50/p99 latency of append and of the window read, and CPU per append (`time.process_time`, this
@@ -25,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -70,19 +79,6 @@ def summary(appends: tuple[list[float], float, float], reads: list[float]) -> di
 # ---------------------------------------------------------------------------- chainreact
 
 
-async def chainreact_workload(url: str, sessions: int, n: int, reads: int) -> dict[str, float]:
-    keys = [f"s{i}" for i in range(sessions)]
-    async with await open_store(url) as store:
-        appends = await timed(lambda i: store.append(keys[i % sessions], user(TEXT.format(i=i))), n)
-        rnd = random.Random(1)
-
-        async def read(_: int) -> None:
-            got = await store.history(rnd.choice(keys), last=WINDOW)
-            assert got, "empty window"
-        r = (await timed(read, reads))[0]
-    return summary(appends, r)
-
-
 def snapshot(run_id: str) -> dict[str, Any]:
     calls = [ToolCall(f"c{i}", "weather", '{"city": "Lyon"}') for i in range(2)]
     msgs = [user(TEXT.format(i=0))]
@@ -104,66 +100,256 @@ async def checkpoint_workload(url: str, n: int) -> dict[str, float]:
             "snapshot_bytes": len(json.dumps(snap))}
 
 
-# ---------------------------------------------------------------------------- LangGraph
+def checkpointer(store: Any) -> Any:
+    """A middleware saving a RunSnapshot at each safe point: after a model call, after a tool call."""
+    from chainreact.agent.middleware import Middleware
+    from chainreact.state.checkpoint import save_snapshot
+
+    class Checkpointer(Middleware):
+        def __init__(self) -> None:
+            self.current: dict[str, RunSnapshot] = {}  # by run id
+            self.cpu = 0.0  # CPU spent building and saving snapshots (process-wide clock)
+
+        async def save(self, snap: RunSnapshot) -> None:
+            cpu = time.process_time()
+            await save_snapshot(store, snap)
+            self.cpu += time.process_time() - cpu
+
+        async def after_model(self, state: Any) -> None:
+            cpu = time.process_time()
+            pending = list(state.messages[-1].tool_calls or [])
+            snap = RunSnapshot(state.run_id, "running", state.step, list(state.messages), pending, {})
+            self.current[state.run_id] = snap
+            self.cpu += time.process_time() - cpu
+            await self.save(snap)
+
+        def wrap_tool_call(self, call: Any, info: Any) -> Any:
+            async def wrapped(args: dict[str, Any]) -> Any:
+                out = await call(args)
+                snap = self.current[info.ctx.run_id]
+                snap.completed_tool_results[info.call_id] = ToolOutcome(out.content, out.is_error)
+                await self.save(snap)
+                return out
+            return wrapped
+
+    return Checkpointer()
 
 
-async def langgraph_workload(saver: Any, sessions: int, n: int, reads: int) -> dict[str, float]:
-    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+def noop_middleware() -> Any:
+    """The same hooks doing nothing: separates the middleware's own cost from the saves'."""
+    from chainreact.agent.middleware import Middleware
 
-    threads = [f"t{uuid.uuid4().hex[:8]}-{i}" for i in range(sessions)]
-    state: dict[str, tuple[Any, list[dict[str, str]], dict[str, Any]]] = {}
+    class Noop(Middleware):
+        async def after_model(self, state: Any) -> None:
+            return None
 
-    async def append(i: int) -> None:
-        thread = threads[i % sessions]
-        prev = state.get(thread)
-        if prev is None:
-            ckpt, msgs = empty_checkpoint(), []
-            config: dict[str, Any] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-        else:
-            ckpt, msgs, config = prev
+        def wrap_tool_call(self, call: Any, info: Any) -> Any:
+            async def wrapped(args: dict[str, Any]) -> Any:
+                return await call(args)
+            return wrapped
+
+    return Noop()
+
+
+async def checkpoint_share(url: str, runs: int, reps: int) -> dict[str, float]:
+    import subprocess
+
+    from chainreact.agent import Agent
+    from chainreact.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "fake-llm", "--responder", "tool-steps:3"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        llm = proc.stdout.readline().strip()
+        async with await open_store(url) as store:
+            plain = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
+                          tools=[add])
+            mw = checkpointer(store)
+            ckpt = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
+                         tools=[add], middleware=[mw])
+            noop = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
+                         tools=[add], middleware=[noop_middleware()])
+
+            async def batch(agent: Any) -> float:
+                cpu = time.process_time()
+                for _ in range(runs):
+                    result = await agent.run("Add them up.")
+                    assert "All 3 tool steps are done" in result.content, result.content
+                return (time.process_time() - cpu) / runs
+
+            agents = {"plain": plain, "noop": noop, "ckpt": ckpt}
+            for agent in agents.values():
+                await batch(agent)  # warm-up
+            cpu: dict[str, list[float]] = {k: [] for k in agents}
+            mw.cpu = 0.0
+            for _ in range(reps):  # interleaved, so drift on the shared machine hits all alike
+                for k, agent in agents.items():
+                    cpu[k].append(await batch(agent))
+            in_saves = mw.cpu / (reps * runs)  # per run
+            saved = (await store.runs(limit=1))[0]
+            for agent in agents.values():
+                await agent.aclose()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    p, n, c = (statistics.median(cpu[k]) for k in ("plain", "noop", "ckpt"))
+    # Differences within a repetition (same moment on the machine), then their median.
+    d_all = statistics.median(x - y for x, y in zip(cpu["ckpt"], cpu["plain"], strict=True))
+    d_saves = statistics.median(x - y for x, y in zip(cpu["ckpt"], cpu["noop"], strict=True))
+    return {"run_cpu_ms": p * 1000, "run_cpu_noop_ms": n * 1000, "run_cpu_ckpt_ms": c * 1000,
+            "share": d_all / c, "share_saves": d_saves / c, "saves_per_run": saved.version,
+            "share_in_saves": in_saves / statistics.mean(cpu["ckpt"]),
+            "save_cpu_in_run_us": in_saves / saved.version * 1e6}
+
+
+# ---------------------------------------------------------------------------- append workloads
+
+
+class Workload:
+    """One implementation on one backend, kept open while the implementations take turns."""
+
+    name = ""
+
+    def __init__(self, sessions: int):
+        self.sessions = sessions
+        self.stack = contextlib.AsyncExitStack()
+        self.lat: list[float] = []
+        self.read_lat: list[float] = []
+        self.wall = self.cpu = 0.0
+
+    async def open(self) -> None: ...
+
+    async def append(self, i: int) -> None: ...
+
+    async def read(self, session: int) -> None: ...
+
+    async def close(self) -> None:
+        await self.stack.aclose()
+
+    def summary(self) -> dict[str, float]:
+        return {"appends_per_s": len(self.lat) / self.wall, "append_p50_ms": pct(self.lat, 0.5),
+                "append_p99_ms": pct(self.lat, 0.99), "append_cpu_us": self.cpu / len(self.lat) * 1e6,
+                "read_p50_ms": pct(self.read_lat, 0.5), "read_p99_ms": pct(self.read_lat, 0.99)}
+
+
+class Chainreact(Workload):
+    name = "chainreact"
+
+    def __init__(self, sessions: int, url: str):
+        super().__init__(sessions)
+        self.url = url
+
+    async def open(self) -> None:
+        self.store = await self.stack.enter_async_context(await open_store(self.url))
+
+    async def append(self, i: int) -> None:
+        await self.store.append(f"s{i % self.sessions}", user(TEXT.format(i=i)))
+
+    async def read(self, session: int) -> None:
+        assert await self.store.history(f"s{session}", last=WINDOW), "empty window"
+
+
+SaverFactory = Callable[[contextlib.AsyncExitStack], Awaitable[Any]]
+
+
+class LangGraph(Workload):
+    """A graph's `messages` channel after a step: `aput` of the thread's next checkpoint holding the
+    conversation so far; the read is `aget_tuple` of the latest checkpoint, sliced."""
+
+    def __init__(self, sessions: int, name: str, saver: SaverFactory):
+        super().__init__(sessions)
+        self.name = name
+        self.make_saver = saver
+        self.prefix = uuid.uuid4().hex[:8]
+        self.state: dict[int, tuple[Any, list[dict[str, str]], dict[str, Any]]] = {}
+
+    async def open(self) -> None:
+        self.saver = await self.make_saver(self.stack)
+        await self.saver.setup()
+
+    def config(self, session: int) -> dict[str, Any]:
+        return {"configurable": {"thread_id": f"{self.prefix}-{session}", "checkpoint_ns": ""}}
+
+    async def append(self, i: int) -> None:
+        from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+        session = i % self.sessions
+        prev = self.state.get(session)
+        ckpt, msgs, config = prev if prev else (empty_checkpoint(), [], self.config(session))
         msgs = [*msgs, {"role": "user", "content": TEXT.format(i=i)}]
         new = create_checkpoint(ckpt, None, len(msgs))
-        version = saver.get_next_version(ckpt["channel_versions"].get("messages"), None)
+        version = self.saver.get_next_version(ckpt["channel_versions"].get("messages"), None)
         new["channel_values"] = {"messages": msgs}
         new["channel_versions"] = {"messages": version}
-        config = await saver.aput(config, new, {"source": "loop", "step": len(msgs), "parents": {}},
-                                  {"messages": version})
-        state[thread] = (new, msgs, config)
+        config = await self.saver.aput(config, new, {"source": "loop", "step": len(msgs), "parents": {}},
+                                       {"messages": version})
+        self.state[session] = (new, msgs, config)
 
-    appends = await timed(append, n)
-    rnd = random.Random(1)
-
-    async def read(_: int) -> None:
-        config = {"configurable": {"thread_id": rnd.choice(threads), "checkpoint_ns": ""}}
-        tup = await saver.aget_tuple(config)
-        window = tup.checkpoint["channel_values"]["messages"][-WINDOW:]
-        assert window, "empty window"
-    r = (await timed(read, reads))[0]
-    return summary(appends, r)
+    async def read(self, session: int) -> None:
+        tup = await self.saver.aget_tuple(self.config(session))
+        assert tup.checkpoint["channel_values"]["messages"][-WINDOW:], "empty window"
 
 
-async def langgraph_sqlite(path: str, sessions: int, n: int, reads: int, tuned: bool) -> dict[str, float]:
+def langgraph_sqlite(path: str, tuned: bool) -> SaverFactory:
     """`tuned`: the connection gets chainreact's pragmas (WAL, synchronous=NORMAL); the async saver's
     own default is a rollback journal with synchronous=FULL, an fsync per commit."""
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    async def make(stack: contextlib.AsyncExitStack) -> Any:
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async with aiosqlite.connect(path) as conn:
+        conn = await stack.enter_async_context(aiosqlite.connect(path))
         if tuned:
             await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
-        return await langgraph_workload(saver, sessions, n, reads)
+        return AsyncSqliteSaver(conn)
+    return make
 
 
-async def langgraph_postgres(url: str, schema: str, sessions: int, n: int, reads: int) -> dict[str, float]:
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+def langgraph_postgres(url: str, schema: str) -> SaverFactory:
+    async def make(stack: contextlib.AsyncExitStack) -> Any:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    sep = "&" if "?" in url else "?"
-    async with AsyncPostgresSaver.from_conn_string(f"{url}{sep}options=-csearch_path%3D{schema}") as saver:
-        await saver.setup()
-        return await langgraph_workload(saver, sessions, n, reads)
+        await pg_schema(url, schema, drop=False)
+        stack.push_async_callback(pg_schema, url, schema, True)
+        sep = "&" if "?" in url else "?"
+        return await stack.enter_async_context(
+            AsyncPostgresSaver.from_conn_string(f"{url}{sep}options=-csearch_path%3D{schema}"))
+    return make
+
+
+async def compare(workloads: list[Workload], n: int, reads: int, rounds: int = 5) -> None:
+    """Each implementation appends n/rounds messages in turn, `rounds` times (the order rotating), then
+    reads likewise: drift on a shared machine then hits all of them alike."""
+    for w in workloads:
+        await w.open()
+    rnd = random.Random(1)
+    try:
+        for r in range(rounds):
+            order = workloads[r % len(workloads):] + workloads[:r % len(workloads)]
+            for w in order:
+                wall0, cpu0 = time.perf_counter(), time.process_time()
+                for i in range(r * n // rounds, (r + 1) * n // rounds):
+                    t = time.perf_counter()
+                    await w.append(i)
+                    w.lat.append(time.perf_counter() - t)
+                w.wall += time.perf_counter() - wall0
+                w.cpu += time.process_time() - cpu0
+        picks = [rnd.randrange(workloads[0].sessions) for _ in range(reads)]
+        for r in range(rounds):
+            for w in workloads:
+                for session in picks[r * reads // rounds:(r + 1) * reads // rounds]:
+                    t = time.perf_counter()
+                    await w.read(session)
+                    w.read_lat.append(time.perf_counter() - t)
+    finally:
+        for w in workloads:
+            await w.close()
 
 
 # ---------------------------------------------------------------------------- driver
@@ -182,38 +368,38 @@ async def pg_schema(url: str, schema: str, drop: bool) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     n1, n1000, reads, saves = (200, 2000, 200, 200) if args.quick else (1000, 5000, 1000, 1000)
+    share_runs = 20 if args.quick else 50
     shapes = [("1 session", 1, n1), ("1000 sessions", 1000, n1000)]
     results: dict[str, Any] = {"n": {"1 session": n1, "1000 sessions": n1000, "reads": reads}, "rows": []}
     tmp = tempfile.mkdtemp(prefix="chainreact-bench-state-")
     for backend in ("sqlite", "postgres"):
         for shape, sessions, n in shapes:
-            impls = ("chainreact", "langgraph", "langgraph (WAL)") if backend == "sqlite" else \
-                ("chainreact", "langgraph")
-            for impl in impls:
-                tag = uuid.uuid4().hex[:8]
-                row: dict[str, Any] = {"backend": backend, "shape": shape, "impl": impl}
-                try:
-                    if impl == "chainreact" and backend == "sqlite":
-                        row |= await chainreact_workload(f"sqlite:///{tmp}/cr-{tag}.db", sessions, n, reads)
-                    elif impl == "chainreact":
-                        schema = f"bench_cr_{tag}"
-                        try:
-                            row |= await chainreact_workload(f"{args.postgres}?schema={schema}", sessions, n,
-                                                             reads)
-                        finally:
-                            await pg_schema(args.postgres, schema, drop=True)
-                    elif backend == "sqlite":
-                        row |= await langgraph_sqlite(f"{tmp}/lg-{tag}.db", sessions, n, reads,
-                                                      tuned=impl != "langgraph")
-                    else:
-                        schema = f"bench_lg_{tag}"
-                        await pg_schema(args.postgres, schema, drop=False)
-                        try:
-                            row |= await langgraph_postgres(args.postgres, schema, sessions, n, reads)
-                        finally:
-                            await pg_schema(args.postgres, schema, drop=True)
-                except ImportError as e:
-                    row["error"] = f"n/a ({e.name} not installed)"
+            tag = uuid.uuid4().hex[:8]
+            workloads: list[Workload] = []
+            if backend == "sqlite":
+                workloads.append(Chainreact(sessions, f"sqlite:///{tmp}/cr-{tag}.db"))
+                workloads.append(LangGraph(sessions, "langgraph",
+                                           langgraph_sqlite(f"{tmp}/lg-{tag}.db", False)))
+                workloads.append(LangGraph(sessions, "langgraph (WAL)",
+                                           langgraph_sqlite(f"{tmp}/lgw-{tag}.db", True)))
+            else:
+                workloads.append(Chainreact(sessions, f"{args.postgres}?schema=bench_cr_{tag}"))
+                workloads.append(LangGraph(sessions, "langgraph", langgraph_postgres(args.postgres,
+                                                                                     f"bench_lg_{tag}")))
+            try:
+                import langgraph.checkpoint.base  # noqa: F401
+            except ImportError as e:
+                for w in workloads[1:]:
+                    results["rows"].append({"backend": backend, "shape": shape, "impl": w.name,
+                                            "error": f"n/a ({e.name} not installed)"})
+                workloads = workloads[:1]
+            try:
+                await compare(workloads, n, reads)
+            finally:
+                if backend == "postgres":
+                    await pg_schema(args.postgres, f"bench_cr_{tag}", drop=True)
+            for w in workloads:
+                row = {"backend": backend, "shape": shape, "impl": w.name, **w.summary()}
                 results["rows"].append(row)
                 print(format_row(row), file=sys.stderr, flush=True)
         tag = uuid.uuid4().hex[:8]
@@ -223,7 +409,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             url = f"{args.postgres}?schema=bench_ck_{tag}"
         try:
             results["rows"].append({"backend": backend, "shape": "checkpoint", "impl": "chainreact",
-                                    **await checkpoint_workload(url, saves)})
+                                    **await checkpoint_workload(url, saves),
+                                    **await checkpoint_share(url, share_runs, 7)})
         finally:
             if backend == "postgres":
                 await pg_schema(args.postgres, f"bench_ck_{tag}", drop=True)
@@ -257,12 +444,17 @@ def markdown(results: dict[str, Any]) -> str:
                    f"{r['append_p50_ms']:.2f} / {r['append_p99_ms']:.2f} | {r['append_cpu_us']:.0f} | "
                    f"{r['read_p50_ms']:.2f} / {r['read_p99_ms']:.2f} |")
     out += ["", "| backend | checkpoint saves/s | save p50 / p99 ms | CPU/save µs | load p50 / p99 ms "
-            "| snapshot |", "|---|---:|---|---:|---|---:|"]
+            "| snapshot | run CPU ms (plain / no-op middleware / checkpointing) | saves/run "
+            "| checkpoint share of run CPU: measured inside the saves (difference: vs plain / vs no-op) |",
+            "|---|---:|---|---:|---|---:|---|---:|---|"]
     for r in rows:
         if r["shape"] == "checkpoint":
             out.append(f"| {r['backend']} | {r['saves_per_s']:,.0f} | {r['save_p50_ms']:.2f} / "
                        f"{r['save_p99_ms']:.2f} | {r['save_cpu_us']:.0f} | {r['load_p50_ms']:.2f} / "
-                       f"{r['load_p99_ms']:.2f} | {r['snapshot_bytes']} B |")
+                       f"{r['load_p99_ms']:.2f} | {r['snapshot_bytes']} B | {r['run_cpu_ms']:.2f} / "
+                       f"{r['run_cpu_noop_ms']:.2f} / {r['run_cpu_ckpt_ms']:.2f} | {r['saves_per_run']} | "
+                       f"**{r['share_in_saves'] * 100:.1f} %** ({r['share'] * 100:.1f} % / "
+                       f"{r['share_saves'] * 100:.1f} %) |")
     return "\n".join(out)
 
 
