@@ -258,3 +258,23 @@ async def test_chain_tool_from_python_and_resolver() -> None:
     assert rc is not None and rc.name == "code-reviewer"
     out = await rc.run({"a": 1})
     assert out == "LGTM: [object Object]"  # JSON data arrives in JS as an object
+
+
+async def test_sessions_in_a_state_store_accumulate_each_turn_once(tmp_path: Path) -> None:
+    from chainreact.state import open_store
+
+    script = [{"text": "one"}, {"text": "two"}, {"text": "three"}]
+    async with FakeLLM(script) as srv, await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        engine = RuleEngine()
+        engine.services["sessions"] = store  # the state store's history/append, used as it is
+        engine.load(agent_chain({"url": srv.url, "model": "m", "systemPrompt": "sys"}))
+        for i, text in enumerate(("q1", "q2", "q3")):
+            meta = {"sessionKey": "user-7"} | ({"loadHistory": "true"} if i else {})
+            ends = await engine.run("agent_chain", RuleMsg(type="CHAT", data=text, data_type="TEXT",
+                                                           metadata=meta))
+            assert ends[0].relation == "Success", ends[0].error
+        stored = await store.history("user-7")
+    last = [(m["role"], m["content"]) for m in srv.chat_requests[2].body["messages"]]
+    assert last == [("system", "sys"), ("user", "q1"), ("assistant", "one"), ("user", "q2"),
+                    ("assistant", "two"), ("user", "q3")]
+    assert [(m.role, m.content) for m in stored] == last[1:] + [("assistant", "three")]

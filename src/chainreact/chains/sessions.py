@@ -1,21 +1,23 @@
 """Conversation history for the `ai/agent` node, by metadata `sessionKey`.
 
-A small interface so the state store (another wing) can replace the in-memory default: the engine looks
-for `engine.services["sessions"]` and falls back to one MemorySessionStore per engine."""
+The interface is the state store's conversation half (`history(session)`, `append(session, messages)`),
+so a `chainreact.state` store works as it is: `engine.services["sessions"] = await open_store(...)`.
+Without one, each engine keeps conversations in memory (MemorySessionStore)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ..types import Message
 
 
 @runtime_checkable
 class SessionStore(Protocol):
-    async def load(self, key: str) -> list[Message]: ...
+    async def history(self, session: str) -> list[Message]: ...
 
-    async def save(self, key: str, messages: list[Message]) -> None: ...
+    async def append(self, session: str, messages: Sequence[Message]) -> Any: ...
 
 
 class MemorySessionStore:
@@ -25,15 +27,17 @@ class MemorySessionStore:
         self.max_sessions = max_sessions
         self._data: OrderedDict[str, list[Message]] = OrderedDict()
 
-    async def load(self, key: str) -> list[Message]:
-        msgs = self._data.get(key)
+    async def history(self, session: str) -> list[Message]:
+        msgs = self._data.get(session)
         if msgs is None:
             return []
-        self._data.move_to_end(key)
+        self._data.move_to_end(session)
         return list(msgs)
 
-    async def save(self, key: str, messages: list[Message]) -> None:
-        self._data[key] = list(messages)
-        self._data.move_to_end(key)
+    async def append(self, session: str, messages: Sequence[Message]) -> int:
+        msgs = self._data.setdefault(session, [])
+        msgs.extend(messages)
+        self._data.move_to_end(session)
         while len(self._data) > self.max_sessions:
             self._data.popitem(last=False)
+        return len(msgs)

@@ -137,7 +137,7 @@ class AgentNode(Component):
                     raise ValueError("metadata session_extra_fields must be a JSON object")
                 extra = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
             agent = self._agent(model, extra)
-            data = await self._with_history(msg, _input(msg))
+            data, n_history = await self._with_history(msg, _input(msg))
             effective_model = agent.config.model
             if stream:
                 result = await self._stream(ctx, msg, agent, data, effective_model)
@@ -156,9 +156,10 @@ class AgentNode(Component):
             ctx.tell_failure(msg, text)
             return
         key = meta.get("sessionKey")
-        if key:
-            await _session_store(self.chain.engine).save(
-                key, [m for m in result.messages if m.role != "system"])
+        if key:  # what this run added to the conversation (the loaded history is already stored)
+            new = [m for m in result.messages if m.role != "system"][n_history:]
+            if new:
+                await _session_store(self.chain.engine).append(key, new)
         out = msg.copy()
         out.data = result.content
         out.data_type = "TEXT"
@@ -168,20 +169,22 @@ class AgentNode(Component):
             out.metadata["full_content"] = "true"
         ctx.tell_next(out, SUCCESS)
 
-    async def _with_history(self, msg: RuleMsg, data: Any) -> Any:
+    async def _with_history(self, msg: RuleMsg, data: Any) -> tuple[Any, int]:
+        """The input with the stored conversation in front (loadHistory == "true"), and its length."""
         key = msg.metadata.get("sessionKey")
         if not key or msg.metadata.get("loadHistory") != "true":
-            return data
-        history = await _session_store(self.chain.engine).load(key)
+            return data, 0
+        history = await _session_store(self.chain.engine).history(key)
+        history = [m for m in history if m.role != "system"]
         if not history:
-            return data
+            return data, 0
         old = [m.to_openai() for m in history]
         if isinstance(data, dict):
             new = list(data["messages"])
             system = [m for m in new if isinstance(m, dict) and m.get("role") == "system"]
             rest = [m for m in new if not (isinstance(m, dict) and m.get("role") == "system")]
-            return {**data, "messages": system + old + rest}
-        return {"messages": [*old, {"role": "user", "content": data}]}
+            return {**data, "messages": system + old + rest}, len(old)
+        return {"messages": [*old, {"role": "user", "content": data}]}, len(old)
 
     async def _stream(self, ctx: NodeContext, msg: RuleMsg, agent: Agent, data: Any, model: str) -> Any:
         from ...types import events as ev
