@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from pathlib import Path
 
@@ -69,37 +70,61 @@ async def test_output_is_capped_with_marker(make) -> None:
     assert len(out) < 1000 + len(marker.group(0)) + 2
 
 
-async def test_timeout_kills_the_whole_process_group(make) -> None:
-    text, err = await call(make("bash", timeout=1000), command="sleep 30 & echo $!; wait")
+def sleepers(tag: str) -> list[int]:
+    """Host pids of live `sleep TAG` processes (works for sandboxed ones, whose $! is a namespace pid)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline == f"sleep\x00{tag}\x00".encode() and alive(int(name)):
+                found.append(int(name))
+    return found
+
+
+def unique_seconds() -> str:
+    """A `sleep` duration no other test uses, to find the process again: 30.<counter><pid>."""
+    unique_seconds.n += 1  # type: ignore[attr-defined]
+    return f"30.{unique_seconds.n}{os.getpid()}"  # type: ignore[attr-defined]
+
+
+unique_seconds.n = 0  # type: ignore[attr-defined]
+MODES = ["off", "bwrap"]
+
+
+async def test_timeout_kills_the_whole_process_group(make, sandbox_mode: str) -> None:
+    tag = unique_seconds()
+    text, err = await call(make("bash", timeout=1000, sandbox=sandbox_mode), command=f"sleep {tag} & wait")
     assert err and "timed out after 1 s" in text and "exit code: none (killed on timeout)" in text
-    pid = int(section(text, "stdout"))
-    await wait_until(lambda: not alive(pid), f"child {pid} to die")
+    await wait_until(lambda: not sleepers(tag), f"sleep {tag} to die")
 
 
-async def test_background_children_do_not_outlive_the_call(make) -> None:
-    text, err = await call(make("bash"), command="sleep 30 & echo $!")
+async def test_background_children_do_not_outlive_the_call(make, sandbox_mode: str) -> None:
+    tag = unique_seconds()
+    text, err = await call(make("bash", sandbox=sandbox_mode), command=f"sleep {tag} & echo started")
     assert not err and "exit code: 0" in text
-    pid = int(section(text, "stdout"))
-    await wait_until(lambda: not alive(pid), f"background child {pid} to die")
+    await wait_until(lambda: not sleepers(tag), f"background sleep {tag} to die")
 
 
-async def test_cancellation_and_aclose_kill_the_group(ws: Path, make) -> None:
-    bash = make("bash")
-    task = asyncio.create_task(call(bash, command="sleep 30 & echo $! > pid1; wait"))
-    await wait_until(lambda: (ws / "pid1").exists() and (ws / "pid1").read_text().strip(), "pid file")
-    pid = int((ws / "pid1").read_text())
+async def test_cancellation_and_aclose_kill_the_group(ws: Path, make, sandbox_mode: str) -> None:
+    bash = make("bash", sandbox=sandbox_mode)
+    tag = unique_seconds()
+    task = asyncio.create_task(call(bash, command=f"sleep {tag} & wait"))
+    await wait_until(lambda: sleepers(tag), "the child to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await wait_until(lambda: not alive(pid), f"child {pid} of a cancelled call to die")
+    await wait_until(lambda: not sleepers(tag), f"child {tag} of a cancelled call to die")
 
-    task = asyncio.create_task(call(bash, command="sleep 30 & echo $! > pid2; wait"))
-    await wait_until(lambda: (ws / "pid2").exists() and (ws / "pid2").read_text().strip(), "pid file")
-    pid = int((ws / "pid2").read_text())
+    tag = unique_seconds()
+    task = asyncio.create_task(call(bash, command=f"sleep {tag} & wait"))
+    await wait_until(lambda: sleepers(tag), "the child to start")
     await bash.aclose()
     text, _ = await task
     assert "killed by SIGKILL" in text
-    await wait_until(lambda: not alive(pid), f"child {pid} to die on aclose")
+    await wait_until(lambda: not sleepers(tag), f"child {tag} to die on aclose")
 
 
 async def test_environment_cwd_and_stdin(ws: Path, make, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,9 @@
 """The `bash` builtin: run a command line in the workspace, with a timeout, an output cap and a policy.
 
 Each command runs as `/bin/bash -c COMMAND` in a new session (so its own process group), with cwd =
-workDir, stdin from /dev/null and a minimal environment. When bash exits, times out or the call is
-cancelled, the whole process group is killed, so background children never outlive the call.
+workDir, stdin from /dev/null and a minimal environment; where bubblewrap works, inside the OS
+sandbox of sandbox.py. When bash exits, times out or the call is cancelled, the whole session is
+killed (process.py), so background children never outlive the call.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..base import Tool, ToolContext, ToolOutput
 from .bash_policy import CommandPolicy, Refused
 from .output import HeadTail
 from .process import kill_session
+from .sandbox import SANDBOX_MODES, Sandbox, resolve_sandbox
 from .workspace import (
     Workspace,
     check_config_keys,
@@ -34,7 +36,8 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # After bash exits and its group is killed, how long to wait for the pipes to close. Only a process
 # that left the group (setsid) can keep them open; its later output is then not captured.
 DRAIN_SECONDS = 2.0
-CONFIG_KEYS = ("workDir", "timeout", "maxOutput", "allow", "deny", "defaultDeny", "env")
+CONFIG_KEYS = ("workDir", "timeout", "maxOutput", "allow", "deny", "defaultDeny", "env", "sandbox", "network",
+               "readOnlyPaths", "writablePaths")
 
 
 @dataclass(slots=True)
@@ -52,8 +55,11 @@ class BashTool(Tool):
 
     def __init__(self, workspace: Workspace, *, timeout: float = DEFAULT_TIMEOUT_MS / 1000,
                  max_output: int = DEFAULT_MAX_OUTPUT, policy: CommandPolicy | None = None,
-                 env: dict[str, str] | None = None, description: str | None = None):
+                 env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
+                 shell: str = "/bin/bash", description: str | None = None):
         self.workspace = workspace
+        self.sandbox = sandbox
+        self.shell = shell
         self.max_seconds = timeout
         self.max_output = max_output
         self.policy = policy or CommandPolicy()
@@ -97,7 +103,7 @@ class BashTool(Tool):
         try:
             result = await self.execute(command, timeout)
         except OSError as e:
-            return _error(f"could not start /bin/bash in {self.workspace.root}: {e.strerror or e}")
+            return _error(f"could not start {self.shell} in {self.workspace.root}: {e.strerror or e}")
         return self.format(result, timeout)
 
     def environment(self) -> dict[str, str]:
@@ -119,9 +125,13 @@ class BashTool(Tool):
         started = time.monotonic()
         # The spawn runs as its own task, shielded: a cancel or aclose() that lands while the child is
         # being created cannot lose its pid; the child is killed as soon as the spawn completes.
+        env = self.environment()
+        argv = [self.shell, "-c", command]
+        if self.sandbox is not None:
+            argv = self.sandbox.argv(self.shell, command, env["PATH"].split(":"))
         spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", command,
-            cwd=self.workspace.root, env=self.environment(),
+            *argv,
+            cwd=self.workspace.root, env=env,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # own session and process group: pgid == sid == pid
         ))
@@ -184,7 +194,7 @@ class BashTool(Tool):
                          "Output so far is below. Use a longer timeout or run less at once.")
             parts.append("exit code: none (killed on timeout)")
         else:
-            parts.append(f"exit code: {_describe_exit(r.exit_code)}")
+            parts.append(f"exit code: {_describe_exit(r.exit_code, self.sandbox is not None)}")
         parts.append(f"duration: {r.duration:.2f}s")
         parts.append(_section("stdout", r.stdout, out_cap))
         parts.append(_section("stderr", r.stderr, err_cap))
@@ -250,9 +260,11 @@ async def _pump(stream: asyncio.StreamReader, sink: HeadTail) -> None:
         sink.feed(chunk)
 
 
-def _describe_exit(code: int | None) -> str:
+def _describe_exit(code: int | None, sandboxed: bool = False) -> str:
     if code is None:
         return "unknown"
+    if sandboxed and 128 < code < 128 + 65:
+        code = 128 - code  # bwrap reports a signal death of the command as 128 + signal, like a shell
     if code < 0:
         try:
             name = signal.Signals(-code).name
@@ -286,6 +298,17 @@ def _str_list(config: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _paths(config: dict[str, Any], key: str) -> tuple[str, ...]:
+    out = []
+    for p in _str_list(config, key):
+        real = os.path.realpath(os.path.expanduser(p))
+        if not os.path.exists(real):
+            raise ConfigError(f"tools.bash.config.{key}: {p!r} does not exist",
+                              errors=[(f"tools.bash.config.{key}", f"{p!r} does not exist")])
+        out.append(real)
+    return tuple(out)
+
+
 def create(config: dict[str, Any], descriptor: Any = None) -> Tool:
     """Factory used by the registry (`"bash"` in a config's tools)."""
     check_config_keys(config, CONFIG_KEYS, "bash")
@@ -299,7 +322,21 @@ def create(config: dict[str, Any], descriptor: Any = None) -> Tool:
                           errors=[("tools.bash.config.env", "expected an object of strings")])
     policy = CommandPolicy(allow=_str_list(config, "allow"), deny=_str_list(config, "deny"),
                            default_deny=config_bool(config, "defaultDeny", True, "bash"))
+    mode = config.get("sandbox", "auto")
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(f"tools.bash.config.sandbox must be one of {', '.join(SANDBOX_MODES)}, "
+                          f"got {mode!r}",
+                          errors=[("tools.bash.config.sandbox", "invalid value")])
+    try:
+        sandbox = resolve_sandbox(mode, str(workspace.root),
+                                  network=config_bool(config, "network", False, "bash"),
+                                  read_only=_paths(config, "readOnlyPaths"),
+                                  writable=_paths(config, "writablePaths"))
+    except RuntimeError as e:
+        raise ConfigError(f"tools.bash.config.sandbox is \"bwrap\" but {e}; install bubblewrap "
+                          "(apt-get install bubblewrap) or use sandbox: \"auto\" or \"off\"",
+                          errors=[("tools.bash.config.sandbox", str(e))]) from None
     tool = BashTool(workspace, timeout=timeout_ms / 1000, max_output=config_int(config, "maxOutput",
-                    DEFAULT_MAX_OUTPUT, "bash", minimum=100), policy=policy, env=env)
+                    DEFAULT_MAX_OUTPUT, "bash", minimum=100), policy=policy, env=env, sandbox=sandbox)
     tool.description = description_from(descriptor, tool.description)
     return tool

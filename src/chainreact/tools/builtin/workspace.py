@@ -2,8 +2,7 @@
 
 The check works on real paths (symlinks resolved, including a not-yet-existing tail, whose parent is
 resolved), so `..`, absolute paths elsewhere, `~` and symlinks leading out are all refused the same
-way. It guards what the file tools touch; it is not an OS sandbox (see `bash`, which is only given a
-cwd and a policy).
+way. It guards what the file tools touch; it is not an OS sandbox (`bash` gets one: sandbox.py).
 """
 
 from __future__ import annotations
