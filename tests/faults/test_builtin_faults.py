@@ -396,3 +396,40 @@ async def test_escape_corpus_detects_escapes_without_the_sandbox(tmp_path: Path,
     escapes = await run_corpus(tmp_path, ws, monkeypatch, {"sandbox": "off"}, sandboxed=False)
     baseline = sum(1 for _, _, safe in ESCAPES if safe)
     assert len(escapes) >= baseline - 5, sorted(set(n for n, _, s in ESCAPES if s) - set(escapes))
+
+
+# --- sizes (issue 10 items 5 and 8) ------------------------------------------------------------------
+
+
+def test_read_of_a_huge_one_line_file_stays_small_in_memory(ws: Path) -> None:
+    size = 96 << 20
+    with open(ws / "one-line.txt", "wb") as f:
+        for _ in range(size >> 20):
+            f.write(b"a" * (1 << 20))
+        f.write(b"\nsecond line\n")
+    out = run_child(f"""
+        import asyncio, resource
+        from chainreact.tools.registry import create_builtin
+        from chainreact.tools.base import ToolContext
+        read = create_builtin("read", {{"workDir": {str(ws)!r}}})
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result = asyncio.run(read.run({{"path": "one-line.txt"}}, ToolContext()))
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print((after - before) // 1024)
+        print(result[:60])
+        print(result[-200:])
+    """, ws)
+    grew_mib, header, *rest = out.splitlines()
+    assert int(grew_mib) < 24, f"reading grew the process by {grew_mib} MiB for a {size >> 20} MiB line"
+    assert header == "File: one-line.txt (lines 1-2 of 2)"
+    assert f"[line truncated: {size} bytes, showing 2000 characters]" in "\n".join(rest)
+    assert "second line" in rest[-1]
+
+
+async def test_write_to_a_fifo_is_an_error_and_never_blocks(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    write = create_builtin("write", {"workDir": str(ws)})
+    for mode in ("overwrite", "append", "create"):
+        text, err = await asyncio.wait_for(call(write, path="pipe", content="x", mode=mode), 20)
+        assert err and text.startswith("Error:"), (mode, text)
+    assert (ws / "pipe").is_fifo()

@@ -64,7 +64,7 @@ def open_regular(path: Path, flags: int = os.O_RDONLY, *, allow_hard_links: bool
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFileError(f"{path.name!r} is not a regular file ({_kind(st.st_mode)})")
+            raise NotRegularFileError(f"{path.name!r} is not a regular file ({kind_of(st.st_mode)})")
         if st.st_nlink > 1 and not allow_hard_links:
             raise NotRegularFileError(
                 f"{path.name!r} has {st.st_nlink} hard links; a hard link may point at a file outside the "
@@ -78,7 +78,7 @@ def open_regular(path: Path, flags: int = os.O_RDONLY, *, allow_hard_links: bool
         raise
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "directory"
     if stat.S_ISFIFO(mode):

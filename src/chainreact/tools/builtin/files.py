@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..base import Tool, ToolContext, ToolOutput
 from .backups import BACKUP_MAX_BYTES, BackupStore
@@ -20,6 +21,7 @@ from .fileio import (
     atomic_write,
     guess_type,
     human_size,
+    kind_of,
     looks_binary,
     open_regular,
 )
@@ -104,35 +106,40 @@ class ReadTool(Tool):
             f.seek(0)
             return self._read_lines(f, rel, offset, limit)
 
-    def _read_lines(self, f: Any, rel: str, offset: int, limit: int) -> str:
+    def _read_lines(self, f: BinaryIO, rel: str, offset: int, limit: int) -> str:
         out: list[str] = []
         used = 0
         lineno = 0
         last_shown = offset - 1
         replaced = False
-        stopped_by_size = False
-        for raw in f:
+        # At most this many bytes of a line are ever held (lines up to 64 KiB whole, so their length
+        # in characters is exact; always max_line_length characters of UTF-8 and a few bytes more).
+        # The rest of a longer line is skipped in chunks.
+        keep = max(self.max_line_length * 4 + 4, 64 * 1024)
+        for raw, size in _bounded_lines(f, keep):
             lineno += 1
             if lineno < offset:
                 continue
-            if lineno >= offset + limit or stopped_by_size:
-                # Past the window: keep counting lines (cheaply, in bytes) for the "of N" total.
-                continue
             text = raw.decode("utf-8", errors="replace")
-            if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+            if "\ufffd" in text and b"\xef\xbf\xbd" not in raw and size == len(raw):
                 replaced = True
             text = text.rstrip("\r\n")
-            if len(text) > self.max_line_length:
+            if size > len(raw):  # cut while reading: the length in characters is unknown
+                text = (text[: self.max_line_length]
+                        + f" … [line truncated: {size} bytes, showing {self.max_line_length} characters]")
+            elif len(text) > self.max_line_length:
                 text = (text[: self.max_line_length]
                         + f" … [line truncated: {len(text)} characters, showing {self.max_line_length}]")
             line = f"{lineno:6d}\t{text}"
             if used + len(line) > self.max_output and out:
-                stopped_by_size = True
-                continue
+                break
             out.append(line)
             used += len(line) + 1
             last_shown = lineno
-        total = lineno
+            if lineno >= offset + limit - 1:
+                break
+        # Past the window: only count the remaining lines, a chunk at a time, for the "of N" total.
+        total = lineno + _count_rest(f)
         if offset > total:
             return (f"File: {rel} has {plural(total, 'line')}; offset {offset} is past the end. "
                     f"Use an offset between 1 and {total}.")
@@ -172,6 +179,37 @@ class ReadTool(Tool):
             lines.append(f"[... {len(entries) - self.max_entries} more entries not shown; "
                          "use the glob tool to narrow down]")
         return header + "\n" + "\n".join(lines)
+
+
+READ_CHUNK = 1 << 20
+
+
+def _bounded_lines(f: BinaryIO, keep: int) -> Iterator[tuple[bytes, int]]:
+    """(the first `keep` bytes of each line, the line's full length in bytes), holding at most
+    `keep` + READ_CHUNK bytes whatever the file's line lengths are."""
+    while True:
+        head = f.readline(keep)
+        if not head:
+            return
+        size = len(head)
+        if len(head) == keep and not head.endswith(b"\n"):
+            while True:  # skip the rest of a long line
+                more = f.readline(READ_CHUNK)
+                size += len(more)
+                if not more or more.endswith(b"\n"):
+                    size -= 2 if more.endswith(b"\r\n") else 1 if more else 0  # the line, not its end
+                    break
+        yield head, size
+
+
+def _count_rest(f: BinaryIO) -> int:
+    """Lines from the current position to the end, counted in chunks (a last line without \\n counts)."""
+    count = 0
+    last = b"\n"
+    while chunk := f.read(READ_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (0 if last == b"\n" else 1)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -225,8 +263,8 @@ class WriteTool(Tool):
         try:
             real = self.workspace.resolve(shown)
             return await asyncio.to_thread(self._write, real, data, mode)
-        except PathEscapeError as e:
-            return error(str(e))
+        except (PathEscapeError, NotRegularFileError) as e:
+            return error(f"{e}; nothing written")
         except FileExistsError:
             return error(f"{shown!r} already exists; nothing written. Pass mode=\"overwrite\" to replace it, "
                          "mode=\"append\" to add to its end, or use the edit tool to change part of it")
@@ -241,6 +279,14 @@ class WriteTool(Tool):
         rel = self.workspace.rel(real)
         if real.is_dir():
             return error(f"{rel!r} is a directory; pass a file path")
+        try:
+            st = os.lstat(real)
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISREG(st.st_mode):
+                # A FIFO would block the writer (or be silently replaced by a file): refuse instead.
+                return error(f"{rel!r} is not a regular file ({kind_of(st.st_mode)}); nothing written")
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:  # mkdir's way of saying a component is a file
