@@ -277,4 +277,4 @@ async def test_sessions_in_a_state_store_accumulate_each_turn_once(tmp_path: Pat
     last = [(m["role"], m["content"]) for m in srv.chat_requests[2].body["messages"]]
     assert last == [("system", "sys"), ("user", "q1"), ("assistant", "one"), ("user", "q2"),
                     ("assistant", "two"), ("user", "q3")]
-    assert [(m.role, m.content) for m in stored] == last[1:] + [("assistant", "three")]
+    assert [(m.role, m.content) for m in stored] == [*last[1:], ("assistant", "three")]
