@@ -101,3 +101,23 @@ def test_validate_tells_a_chain_and_lists_every_problem(tmp_path: Any, capsys: A
     for path in ("$.metadata.nodes[1].id", "$.metadata.connections[0].toId", "$.metadata.nodes[0].type",
                  "$.metadata.nodes[1].configuration"):
         assert path in err, err
+
+
+def test_stream_frames_as_jsonl_through_the_cli(tmp_path: Any, capsys: Any) -> None:
+    from chainreact.testing import FakeLLM
+
+    doc = {"ruleChain": {"id": "talk"}, "metadata": {"nodes": [
+        {"id": "a", "type": "ai/agent", "configuration": {"url": "${global.url}", "model": "m"}}]}}
+    path = tmp_path / "talk.json"
+    path.write_text(json.dumps(doc))
+    with FakeLLM([{"text": "hello there friend", "chunks": 3}]) as srv:
+        code = main(["chain", "run", str(path), "--data", "hi", "--data-type", "TEXT", "--stream",
+                     "--global", f"url={srv.url}", "--jsonl"])
+    assert code == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    frames = [x["msg"] for x in lines if x["event"] == "stream"]
+    text = [f["data"] for f in frames if f["metadata"].get("chunk") == "true"]
+    assert "".join(text) == "hello there friend" and len(text) == 3
+    assert frames[-1]["metadata"]["stream_completed"] == "true"
+    assert lines[-1]["event"] == "end" and lines[-1]["relation"] == "Success"
+    assert lines[-1]["msg"]["metadata"]["full_content"] == "true"
