@@ -182,7 +182,7 @@ class RestApiConfig(NodeConfig):
     body: str = ""
     withoutRequestBody: bool = False
     readTimeoutMs: int = 2000
-    insecureSkipVerify: bool = True
+    insecureSkipVerify: bool = False  # RuleGo defaults to true; chainreact verifies TLS unless told not to
     proxyHost: str = ""
     proxyPort: int = 0
 
