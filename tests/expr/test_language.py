@@ -42,6 +42,8 @@ def run(src: str, env: dict[str, Any] | None = None, **kw: Any) -> Any:
     ("1 == '1'", False), ("true == 1", False), ("[1, 2] == [1, 2]", True), ("{a: 1} == {a: 1}", True),
     ("nil == nil", True), ("empty == nil", True), ("'b' > 'a'", True), ("not true", False), ("!false", True),
     ("true and false or true", True), ("false || !false", True),
+    ("1 < 2 < 3", True), ("3 > 2 > 2", False), ("1 < 5 <= 5 < 6", True), ("1 < 5 <= 4 < 6", False),
+    ("(1 < 2) == true", True),
     ("1 < 2 ? 'y' : 'n'", "y"), ("false ? 1 : true ? 2 : 3", 2), ("nil ?? 'd'", "d"), ("0 ?? 5", 0),
     ("undefinedThing ?? 'fallback'", "fallback"), ("false ?: 'x'", "x"),
     # membership

@@ -41,6 +41,7 @@ BINARY: dict[str, tuple[int, bool]] = {  # op -> (precedence, right associative)
 }
 UNARY = {"not": 50, "!": 50, "-": 90, "+": 90}
 WORD_OPS = frozenset({"or", "and", "in", "matches", "contains", "startsWith", "endsWith", "not"})
+ORDERING = frozenset({"<", ">", "<=", ">="})
 NEGATABLE = frozenset({"in", "matches", "contains", "startsWith", "endsWith"})
 ALIASES = {"or": "||", "and": "&&", "^": "**", "not": "!"}
 
@@ -132,6 +133,10 @@ class _Parser:
         if prec == 0 and self.tok.kind == IDENT and self.tok.value == "if":
             return self.if_else()
         left = self.primary()
+        # `a < b < c` is `a < b && b < c`, as in expr-lang: the last comparison of the chain, and the node
+        # that holds the chain so far.
+        cmp_tail: Binary | None = None
+        cmp_root: Node | None = None
         while True:
             op = self.binary_op()
             if op is None:
@@ -156,7 +161,13 @@ class _Parser:
                 left = self.pipe(left)
                 continue
             right = self.expression(op_prec if right_assoc else op_prec + 1)
-            left = self.check(Binary(op_tok.pos, ALIASES.get(op, op), left, right))
+            if op in ORDERING and cmp_tail is not None and left is cmp_root:
+                cmp_tail = Binary(op_tok.pos, op, cmp_tail.right, right)
+                left = cmp_root = self.check(Binary(op_tok.pos, "&&", left, cmp_tail))
+                continue
+            built = Binary(op_tok.pos, ALIASES.get(op, op), left, right)
+            left = self.check(built)
+            cmp_tail, cmp_root = (built, built) if op in ORDERING else (None, None)
             if negate:
                 left = self.check(Unary(op_tok.pos, "!", left))
         if prec == 0:
