@@ -4,6 +4,7 @@ from .agent import Agent
 from .as_tool import AgentTool
 from .build import AgentRegistry
 from .cancel import CancelHandle, CancelMode
+from .interrupt import Checkpoint, Interruption, Question, Resume, ToolInterrupt
 from .middleware import AgentContext, Middleware, RunState, ToolCallInfo
 from .plan import Detection, Limits, RunPlan
 from .result import RunResult
@@ -13,6 +14,7 @@ from .streaming import StreamingFunctionTool, streaming_tool
 
 __all__ = [
     "Agent", "AgentContext", "AgentRegistry", "AgentRun", "AgentTool", "CancelHandle", "CancelMode",
-    "Detection", "ExitTool", "Limits", "Middleware", "RunPlan", "RunResult", "RunState",
-    "StreamingFunctionTool", "ToolCallInfo", "ToolSearchTool", "streaming_tool",
+    "Checkpoint", "Detection", "ExitTool", "Interruption", "Limits", "Middleware", "Question", "Resume",
+    "RunPlan", "RunResult", "RunState", "StreamingFunctionTool", "ToolCallInfo", "ToolInterrupt",
+    "ToolSearchTool", "streaming_tool",
 ]

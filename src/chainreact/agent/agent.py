@@ -26,6 +26,7 @@ from ..tools.base import Tool
 from ..types import Event
 from .build import AgentRegistry, resolve_tools
 from .detection import DRAIN, normalize_mode
+from .interrupt import CheckpointFn, Resume
 from .loop import ReactLoop
 from .middleware import Middleware, MiddlewareChain
 from .plan import Detection, Limits, RunPlan, planning_error
@@ -70,6 +71,7 @@ class Agent:
         should_retry: Callable[[Exception], bool] | None = None,
         should_failover: Callable[[Exception], bool] | None = None,
         get_failover_model: Callable[[Exception], Any] | None = None,
+        checkpoint: CheckpointFn | None = None,
     ):
         cfg = config if isinstance(config, AgentConfig) else AgentConfig.model_validate(dict(config or {}))
         update: dict[str, Any] = {}
@@ -110,6 +112,7 @@ class Agent:
         self.source = source  # the document's file, for error messages
         # ChatModelAgent extension points (docs/agent.md, "Extension points").
         self.gen_model_input = gen_model_input
+        self.checkpoint = checkpoint  # awaited at every safe point of every run (interrupt.py)
         self.output_key = output_key
         exit_ = ExitTool() if exit_tool is True else exit_tool or None
         if exit_ is not None:
@@ -281,7 +284,8 @@ class Agent:
     # -- running ----------------------------------------------------------------------------------
 
     async def plan(self, *, metadata: Mapping[str, Any] | None = None,
-                   session_values: Mapping[str, Any] | None = None) -> RunPlan:
+                   session_values: Mapping[str, Any] | None = None,
+                   checkpoint: CheckpointFn | None = None) -> RunPlan:
         """The immutable plan of one run: instruction and preset messages rendered with `metadata` and
         `session_values`, the resolved tools, limits, middleware, detection and the I/O functions."""
         await self.prepare()
@@ -308,30 +312,36 @@ class Agent:
             system_hook=self._inject_catalog if self._skills is not None else None,
             client=client,
             on_self_heal=self._self_healed,
+            checkpoint=checkpoint or self.checkpoint,
         )
 
     def _self_healed(self) -> None:
         self.detect_mode = DRAIN
 
     async def run(self, input: Any = None, *, stream: bool = False, metadata: Mapping[str, Any] | None = None,
-                  session_values: Mapping[str, Any] | None = None, path: tuple[str, ...] = ()) -> RunResult:
-        """Run to the end and return the result. `stream=True` makes streaming model calls underneath."""
-        plan = await self.plan(metadata=metadata, session_values=session_values)
-        loop = ReactLoop(plan, streaming=stream, path=path)
-        async for _ in loop.events(input):
+                  session_values: Mapping[str, Any] | None = None, path: tuple[str, ...] = (),
+                  resume: Resume | None = None,
+                  checkpoint: CheckpointFn | None = None) -> RunResult:
+        """Run to the end and return the result. `stream=True` makes streaming model calls underneath.
+        `resume` goes on from a checkpoint instead of `input`; `checkpoint` is awaited at safe points."""
+        plan = await self.plan(metadata=metadata, session_values=session_values, checkpoint=checkpoint)
+        loop = ReactLoop(plan, streaming=stream, path=path, run_id=resume.run_id if resume else None)
+        async for _ in loop.events(input, resume):
             pass
         assert loop.result is not None
         return loop.result
 
     async def stream(self, input: Any = None, *, metadata: Mapping[str, Any] | None = None,
-                     session_values: Mapping[str, Any] | None = None) -> AsyncIterator[Event]:
+                     session_values: Mapping[str, Any] | None = None, resume: Resume | None = None,
+                     checkpoint: CheckpointFn | None = None) -> AsyncIterator[Event]:
         """Yield the run's events as they happen (streaming model calls)."""
         try:
-            plan = await self.plan(metadata=metadata, session_values=session_values)
+            plan = await self.plan(metadata=metadata, session_values=session_values, checkpoint=checkpoint)
         except Exception as e:
             yield planning_error(self.name, e)
             raise
-        async for ev in ReactLoop(plan, streaming=True).events(input):
+        loop = ReactLoop(plan, streaming=True, run_id=resume.run_id if resume else None)
+        async for ev in loop.events(input, resume):
             yield ev
 
     def start(self, input: Any = None, *, stream: bool = True, metadata: Mapping[str, Any] | None = None,

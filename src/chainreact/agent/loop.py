@@ -4,14 +4,16 @@ A run is an async generator of events. Each step is one model call plus the tool
 
     before_model -> model call (streamed or not; text routed by detection.py) -> after_model
     -> no tool calls?  final answer, done
-    -> tool calls      run them (tool_exec.py), append results in call order, next step
+    -> tool calls      checkpoint; run them (tool_exec.py), append results in call order, checkpoint,
+                       next step (a tool that raises ToolInterrupt stops the run: interrupt.py)
 
 The loop reads only its RunPlan (plan.py), made by the Agent: the rendered instruction, the tools, the
 limits, the middleware, and the two I/O functions `plan.model` and `plan.call_tool`. Everything here is a
 deterministic decision over the plan and the messages; every I/O goes through those two functions.
 `Agent.run()` folds this generator; `Agent.stream()` yields it; `Agent.start()` drives it in a task so
 it can be cancelled (cancel.py). Streaming and non-streaming differ only in how the model is asked
-(`stream=True/False`); the router turns either into the same events.
+(`stream=True/False`); the router turns either into the same events. A resumed run starts with the
+saved step's pending calls, then goes on the same way.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 from ..errors import MaxStepsError
-from ..tools.base import ToolContext
+from ..tools.base import ToolContext, ToolOutput
 from ..types import (
     Cancelled,
     ErrorEvent,
     Event,
     Final,
+    Interrupted,
     Message,
     ModelCallEnd,
     ModelResponse,
@@ -46,7 +49,8 @@ from ..types import (
 )
 from .cancel import CancelMode, CancelState, repair_history
 from .detection import DRAIN, StreamRouter
-from .inputs import build_messages, gen_messages
+from .inputs import build_messages, gen_messages, input_messages
+from .interrupt import ANSWER, Checkpoint, Interruption, Question, Resume, ToolInterrupt
 from .middleware import AgentContext, RunState
 from .plan import RunPlan
 from .result import RunResult
@@ -122,7 +126,9 @@ class ReactLoop:
         self._side.clear()
         return out
 
-    async def events(self, data: Any) -> AsyncIterator[Event]:
+    async def events(self, data: Any, resume: Resume | None = None) -> AsyncIterator[Event]:
+        """The run's events. With `resume`, the run goes on from saved messages and pending calls
+        (interrupt.py) and `data` is not used."""
         plan = self.plan
         try:
             yield self._ev(RunStart(input=data))
@@ -130,7 +136,10 @@ class ReactLoop:
                                return_directly=set(plan.return_directly), input=data)
             for m in plan.middleware.before_agent:
                 await m.before_agent(ctx)
-            if plan.gen_model_input is None:
+            if resume is not None:
+                messages = input_messages({"messages": resume.messages}) or []
+                self.step = resume.step
+            elif plan.gen_model_input is None:
                 messages = build_messages(data, ctx.instruction, plan.preset, plan.system_hook)
             else:
                 messages = await gen_messages(plan.gen_model_input, ctx.instruction, data)
@@ -142,7 +151,7 @@ class ReactLoop:
                 run_id=self.run_id,
                 deferred={t.name: t for t in plan.deferred_tools},
             )
-            async for ev in self._steps(state):
+            async for ev in self._steps(state, resume):
                 yield ev
         except _RunCancelled:
             yield self._cancelled()
@@ -168,12 +177,17 @@ class ReactLoop:
         )
         return self._ev(Cancelled(mode=str(mode.name or mode).lower(), messages=messages))
 
-    async def _steps(self, state: RunState) -> AsyncIterator[Event]:
+    async def _steps(self, state: RunState, resume: Resume | None) -> AsyncIterator[Event]:
         plan, limits = self.plan, self.plan.limits
         mw = plan.middleware
         runner = ToolRunner(plan.call_tool, limits.max_tool_output, limits.parallel_tool_calls)
         usage = self._usage = Usage()
         cancel = self.cancel
+        if resume is not None and resume.pending:  # finish the saved step first (nothing runs twice)
+            async for ev in self._tool_step(state, runner, resume.pending, resume.completed, resume.answers):
+                yield ev
+            if self.result is not None:
+                return
         while True:
             final_call = self.step >= limits.max_steps
             if final_call and limits.max_step_policy == "error":
@@ -245,42 +259,90 @@ class ReactLoop:
             if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):
                 raise _RunCancelled
 
-            # -- the tool calls ----------------------------------------------------------------
-            calls = msg.tool_calls
-            for call in calls:
-                yield self._ev(ToolCallEvent(call=call))
-            history = state.messages
-
-            def make_ctx(call: ToolCall, history: list[Message] = history) -> ToolContext:
-                return ToolContext(call.id, self.run_id, plan.agent, self.path, history,
-                                   self._forward_nested)
-
-            if any(_live(state.tools.get(c.name)) for c in calls):
-                outcomes = None
-                async for item in self._run_with_forwarding(runner.run(calls, state.tools, make_ctx)):
-                    if isinstance(item, Event):
-                        yield item
-                    else:
-                        outcomes = item
-                assert outcomes is not None
-            else:
-                outcomes = await runner.run(calls, state.tools, make_ctx)
-            for o in outcomes:
-                state.messages.append(Message("tool", o.output.content, tool_call_id=o.call.id))
-                if isinstance(o.output.data, LoadTools):  # tool_search found deferred tools: load them
-                    state.load_tools(o.output.data.names)
-                yield self._ev(ToolResultEvent(call_id=o.call.id, name=o.call.name, content=o.output.content,
-                                               is_error=o.output.is_error, duration_ms=o.duration_ms))
-            yield self._ev(StepEnd())
-            # ReturnDirectly: the first listed tool in call order that ran without error ends the run.
-            direct = next((o for o in outcomes if o.call.name in state.return_directly and o.executed
-                           and not o.output.is_error), None)
-            if direct is not None:
-                async for ev in self._finish(state, None, direct.output.content, "return_directly", usage):
-                    yield ev
+            await self._checkpoint("after_model", state, pending=msg.tool_calls)
+            if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):
+                raise _RunCancelled
+            async for ev in self._tool_step(state, runner, msg.tool_calls):
+                yield ev
+            if self.result is not None:  # ReturnDirectly or an interrupt ended the run
                 return
             if cancel is not None and cancel.at(CancelMode.AFTER_TOOLS):
                 raise _RunCancelled
+
+    async def _tool_step(self, state: RunState, runner: ToolRunner, calls: list[ToolCall],
+                         completed: dict[str, ToolOutput] | None = None,
+                         answers: dict[str, Any] | None = None) -> AsyncIterator[Event]:
+        """Run one step's tool calls (those without a `completed` result), append the results in call
+        order, then checkpoint; ends the run on ReturnDirectly or when a tool asks for input."""
+        plan = self.plan
+        completed = dict(completed or {})
+        todo = [c for c in calls if c.id not in completed]
+        for call in todo:
+            yield self._ev(ToolCallEvent(call=call))
+        history = state.messages
+
+        def make_ctx(call: ToolCall, history: list[Message] = history) -> ToolContext:
+            ctx = ToolContext(call.id, self.run_id, plan.agent, self.path, history, self._forward_nested)
+            if answers and call.id in answers:
+                ctx.state[ANSWER] = answers[call.id]  # a resumed call: the answer it waited for
+            return ctx
+
+        if any(_live(state.tools.get(c.name)) for c in todo):
+            outcomes = None
+            async for item in self._run_with_forwarding(runner.run(todo, state.tools, make_ctx)):
+                if isinstance(item, Event):
+                    yield item
+                else:
+                    outcomes = item
+            assert outcomes is not None
+        else:
+            outcomes = await runner.run(todo, state.tools, make_ctx)
+        waiting = [o for o in outcomes if isinstance(o.output.data, ToolInterrupt)]
+        done = [o for o in outcomes if o not in waiting]
+        completed.update((o.call.id, o.output) for o in done)
+        answered = {m.tool_call_id for m in state.messages if m.role == "tool"}
+        for call in calls:  # in call order; a waiting call gets its result on resume
+            out = completed.get(call.id)
+            if out is None or call.id in answered:
+                continue
+            state.messages.append(Message("tool", out.content, tool_call_id=call.id))
+            if isinstance(out.data, LoadTools):  # tool_search found deferred tools: load them
+                state.load_tools(out.data.names)
+        for o in done:
+            yield self._ev(ToolResultEvent(call_id=o.call.id, name=o.call.name, content=o.output.content,
+                                           is_error=o.output.is_error, duration_ms=o.duration_ms))
+        yield self._ev(StepEnd())
+        if waiting:
+            async for ev in self._interrupt(state, [o.call for o in waiting], completed,
+                                            [o.output.data for o in waiting]):
+                yield ev
+            return
+        await self._checkpoint("after_tools", state, completed=completed)
+        # ReturnDirectly: the first listed tool in call order that ran without error ends the run.
+        direct = next((o for o in outcomes if o.call.name in state.return_directly and o.executed
+                       and not o.output.is_error), None)
+        if direct is not None:
+            async for ev in self._finish(state, None, direct.output.content, "return_directly", self._usage):
+                yield ev
+
+    async def _interrupt(self, state: RunState, pending: list[ToolCall], completed: dict[str, ToolOutput],
+                         asks: list[ToolInterrupt]) -> AsyncIterator[Event]:
+        questions = [Question(c.id, a.kind, a.question, c.name, c.arguments, a.schema, a.data)
+                     for c, a in zip(pending, asks, strict=True)]
+        await self._checkpoint("interrupted", state, pending, completed, questions)
+        interruption = Interruption(questions, pending)
+        self.result = RunResult(content="", messages=state.messages, usage=self._usage, steps=self.step,
+                                stop_reason="interrupted", interruption=interruption,
+                                metadata={"run_id": self.run_id, "agent": self.plan.agent})
+        yield self._ev(Interrupted(questions=[_question_dict(q) for q in questions], pending=pending))
+
+    async def _checkpoint(self, point: str, state: RunState, pending: list[ToolCall] | None = None,
+                          completed: dict[str, ToolOutput] | None = None,
+                          questions: list[Question] | None = None) -> None:
+        if self.plan.checkpoint is not None:
+            await self.plan.checkpoint(Checkpoint(self.run_id, self.plan.agent, self.step, point,
+                                                  state.messages, list(pending or ()), dict(completed or {}),
+                                                  list(questions or ())))
 
     def _text_events(self, pieces: list[tuple[bool, str]]) -> list[Event]:
         return [self._ev(ReasoningDelta(text=t) if is_think else TextDelta(text=t)) for is_think, t in pieces]
@@ -331,6 +393,11 @@ class ReactLoop:
         for m in self.plan.middleware.after_agent:
             await m.after_agent(state, result)
         yield self._ev(Final(content=content, usage=usage, stop_reason=stop, reasoning=result.reasoning))
+
+
+def _question_dict(q: Question) -> dict[str, Any]:
+    return {"id": q.id, "kind": q.kind, "question": q.question, "tool": q.tool, "arguments": q.arguments,
+            "schema": q.schema}
 
 
 def _live(tool: Any) -> bool:

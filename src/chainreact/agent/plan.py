@@ -84,6 +84,8 @@ class RunPlan:
     gen_model_input: Callable[[str, Any], Any] | None = None
     deferred_tools: tuple[Tool, ...] = ()  # found and loaded through the tool_search tool (special_tools.py)
     output_key: str | None = None  # the final answer is stored under this key in the session values
+    # Awaited at every safe point with a Checkpoint (interrupt.py); None: no checkpoints.
+    checkpoint: Callable[[Any], Awaitable[None]] | None = None
     # Applied to a system message the input brings (the instruction is not used then): the skill catalog.
     system_hook: Callable[[str], str] | None = None
     client: Any = None  # the ModelClient behind the default `model` (its config, for a durable layer)

@@ -14,9 +14,11 @@ class RunResult:
     messages: list[Message]
     usage: Usage = field(default_factory=Usage)
     steps: int = 0
-    stop_reason: str = "stop"  # stop | length | content_filter | max_steps | return_directly | cancelled
+    # stop | length | content_filter | max_steps | return_directly | cancelled | interrupted
+    stop_reason: str = "stop"
     reasoning: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    interruption: Any = None  # stop_reason "interrupted": the questions and pending calls (interrupt.py)
     session_values: Any = None  # the run's session values (with the answer under output_key, if set)
 
     def to_dict(self) -> dict[str, Any]:

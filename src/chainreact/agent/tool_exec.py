@@ -19,6 +19,7 @@ import orjson
 
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import ToolCall, ToolOutputDelta
+from .interrupt import ToolInterrupt
 from .middleware import MiddlewareChain, StreamToolFn, ToolCallInfo, ToolFn
 from .streaming import collect, is_streaming
 
@@ -94,6 +95,8 @@ class LocalToolIO:
             return await fn(args)
         except TimeoutError:
             return ToolOutput(f"Error: tool {call.name} timed out after {tool.timeout:g} s", True)
+        except ToolInterrupt as ask:  # the call waits for an answer: the loop stops the run (interrupt.py)
+            return ToolOutput("", data=ask)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a tool failure is information for the model, not a crash

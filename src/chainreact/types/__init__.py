@@ -8,6 +8,7 @@ from .events import (
     Event,
     FailoverEvent,
     Final,
+    Interrupted,
     ModelCallEnd,
     Preamble,
     ReasoningDelta,
@@ -38,6 +39,7 @@ from .messages import (
 
 __all__ = [
     "BreakerEvent", "Cancelled", "ClientEvent", "Content", "ErrorEvent", "Event", "FailoverEvent", "Final",
+    "Interrupted",
     "Message", "ModelCallEnd", "ModelResponse", "Preamble", "ReasoningChunk", "ReasoningDelta", "RetryEvent",
     "Role", "RunStart", "StepEnd", "StreamItem", "TextChunk", "TextDelta", "ToolCall", "ToolCallChunk",
     "ToolCallEvent", "ToolOutputDelta", "ToolResultEvent", "Usage", "assistant", "system", "tool_result",

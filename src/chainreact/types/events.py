@@ -162,5 +162,15 @@ class Cancelled(Event):
     messages: list[Message] = field(default_factory=list)
 
 
+@dataclass(slots=True, kw_only=True)
+class Interrupted(Event):
+    """The run stopped because a tool asked for input or approval; resume it with the answers."""
+
+    type: ClassVar[str] = "interrupted"
+    # each: id, kind, question, tool, arguments, schema
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[ToolCall] = field(default_factory=list)
+
+
 # Events the model client emits (the agent forwards them stamped with run fields).
 ClientEvent = RetryEvent | FailoverEvent | BreakerEvent
