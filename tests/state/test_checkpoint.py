@@ -6,12 +6,14 @@ import asyncio
 
 import pytest
 
-from chainreact.state import StateError, Store
+from chainreact.state import RunNotFoundError, StateError, Store
 from chainreact.state.checkpoint import (
     Question,
     RunSnapshot,
     ToolOutcome,
+    check_answers,
     load_snapshot,
+    prepare_resume,
     save_snapshot,
 )
 from chainreact.types import Message, ToolCall
@@ -84,3 +86,51 @@ async def test_follow_events_streams_until_the_run_ends(store: Store) -> None:
     seen = [(e.id, e.type) async for e in store.follow_events("r", after=1, poll=0.01)]
     await task
     assert seen == [(i + 2, "delta") for i in range(5)]
+
+
+# ---------------------------------------------------------------------------- resuming: checks only
+
+
+async def test_prepare_resume_checks_answers_and_changes_nothing(store: Store) -> None:
+    await save_snapshot(store, interrupted())
+    before = await store.load_run("run-7")
+    snap, version, answers = await prepare_resume(
+        store, "run-7", {"c2": "C", "c3": {"approve": False, "reason": "not that file"}})
+    assert version == 1 and [c.id for c in snap.calls_to_run] == ["c2", "c3"]
+    assert answers == {"c2": "C", "c3": {"approve": False, "reason": "not that file", "arguments": None}}
+    bad = [
+        ({"c2": "K", "c3": True}, r"answer to 'c2' \('Unit\?'\) does not match the asked schema"),
+        ({"c2": "C"}, r"no answer for 'c3'"),
+        ({"c2": "C", "c3": True, "c9": 1}, r"no question 'c9' \(asked: 'c2', 'c3'\)"),
+        ({"c2": "C", "c3": {"approve": "yes"}}, r"approval 'c3': expected"),
+        ({"c2": "C", "c3": {"approve": False, "arguments": {"path": "/x"}}}, r"approval 'c3': expected"),
+        (None, r"no answer for 'c2', 'c3'"),
+    ]
+    for given, message in bad:
+        with pytest.raises(StateError, match=message):
+            await prepare_resume(store, "run-7", given)
+    after = await store.load_run("run-7")
+    assert (after.version, after.snapshot, after.updated_at) == (before.version, before.snapshot,
+                                                                 before.updated_at)
+
+
+async def test_approval_shorthands_and_edits() -> None:
+    snap = interrupted()
+    for given, approve, args in [(True, True, None), ("reject", False, None),
+                                 ({"arguments": {"path": "/tmp/y"}}, True, {"path": "/tmp/y"})]:
+        got = check_answers(snap, {"c2": "F", "c3": given})["c3"]
+        assert (got["approve"], got["arguments"]) == (approve, args)
+
+
+async def test_prepare_resume_by_status(store: Store) -> None:
+    with pytest.raises(RunNotFoundError):
+        await prepare_resume(store, "ghost")
+    died = RunSnapshot("r-died", "running", 2, [user("x")])
+    await save_snapshot(store, died)
+    snap, version, answers = await prepare_resume(store, "r-died")
+    assert (snap.step, version, answers) == (2, 1, {})
+    with pytest.raises(StateError, match="is not interrupted"):
+        await prepare_resume(store, "r-died", {"q": 1})
+    await save_snapshot(store, RunSnapshot("r-done", "done", 3))
+    with pytest.raises(StateError, match="run 'r-done' is done"):
+        await prepare_resume(store, "r-done")

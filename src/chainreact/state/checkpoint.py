@@ -164,3 +164,78 @@ async def load_snapshot(store: Any, run_id: str) -> tuple[RunSnapshot, int]:
     if rec.snapshot is None:
         raise StateError(f"run {run_id!r} has no checkpoint yet (only events) in {store.url.masked}")
     return RunSnapshot.from_dict(rec.snapshot), rec.version
+
+
+def check_answers(snap: RunSnapshot, answers: dict[str, Any] | None) -> dict[str, Any]:
+    """Answers to an interrupted run's questions, checked; returns them normalised, or raises StateError
+    naming the question and what is wrong (nothing is changed either way).
+
+    Keys are question ids; every question needs an answer. An `ask_user` answer must match the
+    question's JSON schema (a string when it has none). An `approval` answer is `{"approve": true}`,
+    `{"approve": false, "reason": "..."}` or `{"arguments": {...}}` (edited arguments, approved; the
+    agent checks them against the tool's schema), or the shorthands true / false / "approve" / "reject";
+    it is normalised to `{"approve": bool, "reason": str | None, "arguments": dict | None}`.
+    """
+    from ..tools.jsonschema_lite import validate
+
+    where = f"run {snap.run_id!r}"
+    answers = dict(answers or {})
+    asked = {q.id: q for q in snap.questions}
+    unknown = sorted(set(answers) - set(asked))
+    if unknown:
+        raise StateError(f"{where}: no question {', '.join(map(repr, unknown))} (asked: "
+                         f"{', '.join(map(repr, asked)) or 'none'})")
+    missing = [qid for qid in asked if qid not in answers]
+    if missing:
+        raise StateError(f"{where}: no answer for {', '.join(map(repr, missing))}")
+    out: dict[str, Any] = {}
+    for qid, q in asked.items():
+        a = answers[qid]
+        if q.kind == "ask_user":
+            schema = q.schema if q.schema is not None else {"type": "string"}
+            errors = validate(a, schema)
+            if errors:
+                raise StateError(f"{where}: the answer to {qid!r} ({q.question!r}) does not match the asked "
+                                 f"schema: {'; '.join(errors[:3])}")
+            out[qid] = a
+        else:
+            out[qid] = _approval(where, qid, a)
+    return out
+
+
+def _approval(where: str, qid: str, a: Any) -> dict[str, Any]:
+    if a is True or a == "approve":
+        return {"approve": True, "reason": None, "arguments": None}
+    if a is False or a == "reject":
+        return {"approve": False, "reason": None, "arguments": None}
+    shape = ('expected {"approve": true}, {"approve": false, "reason": "..."}, {"arguments": {...}}, '
+             "true/false or \"approve\"/\"reject\"")
+    if not isinstance(a, dict) or not set(a) <= {"approve", "reason", "arguments"} or not a:
+        raise StateError(f"{where}: approval {qid!r}: {shape}, got {a!r}")
+    args = a.get("arguments")
+    approve = a.get("approve", args is not None)
+    reason = a.get("reason")
+    if not isinstance(approve, bool) or (reason is not None and not isinstance(reason, str)) or \
+            (args is not None and not isinstance(args, dict)) or (args is not None and approve is False):
+        raise StateError(f"{where}: approval {qid!r}: {shape}, got {a!r}")
+    return {"approve": approve, "reason": reason, "arguments": args}
+
+
+async def prepare_resume(store: Any, run_id: str,
+                         answers: dict[str, Any] | None = None) -> tuple[RunSnapshot, int, dict[str, Any]]:
+    """What a resume starts from: the run's snapshot, its version (save the next one with
+    `expect_version=` it, so two resumers cannot both go on) and the checked answers. Changes nothing.
+
+    An `interrupted` run needs an answer to each question; a `running` one (its process died) takes
+    none; a finished run (done, failed, cancelled) cannot be resumed. RunNotFoundError for an unknown id.
+    """
+    snap, version = await load_snapshot(store, run_id)
+    if snap.status in ("done", "failed", "cancelled"):
+        raise StateError(f"run {run_id!r} is {snap.status}: only an interrupted run, or one whose process "
+                         "died while running, can be resumed")
+    if snap.status == "running":
+        if answers:
+            raise StateError(f"run {run_id!r} is not interrupted (status running): it asked nothing, so it "
+                             "takes no answers")
+        return snap, version, {}
+    return snap, version, check_answers(snap, answers)
