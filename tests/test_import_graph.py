@@ -130,8 +130,6 @@ KNOWN_CYCLES: list[frozenset[str]] = [
         "chainreact.chains.components.flow_nodes", "chainreact.chains.components.js",
         "chainreact.chains.context", "chainreact.chains.engine", "chainreact.chains.tools",
     }),
-    # SyncStore imports open_store lazily from the package __init__, which imports SyncStore
-    frozenset({"chainreact.state", "chainreact.state.sync"}),
 ]
 
 
