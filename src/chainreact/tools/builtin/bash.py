@@ -10,25 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
 from ..base import Tool, ToolContext, ToolOutput
 from .bash_policy import CommandPolicy, Refused
+from .configs import BashConfig, IgnoredConfigWarning, parse_config
 from .output import HeadTail
 from .process import kill_session
-from .sandbox import SANDBOX_MODES, Sandbox, resolve_sandbox
-from .workspace import (
-    Workspace,
-    check_config_keys,
-    config_bool,
-    config_int,
-    description_from,
-    workspace_from_config,
-)
+from .sandbox import Sandbox, resolve_sandbox
+from .workspace import Workspace, description_from, workspace_from_config
 
 DEFAULT_TIMEOUT_MS = 60_000
 DEFAULT_MAX_OUTPUT = 30_000
@@ -36,8 +32,6 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # After bash exits and its group is killed, how long to wait for the pipes to close. Only a process
 # that left the group (setsid) can keep them open; its later output is then not captured.
 DRAIN_SECONDS = 2.0
-CONFIG_KEYS = ("workDir", "timeout", "maxOutput", "allow", "deny", "defaultDeny", "env", "sandbox", "network",
-               "readOnlyPaths", "writablePaths")
 
 
 @dataclass(slots=True)
@@ -56,10 +50,11 @@ class BashTool(Tool):
     def __init__(self, workspace: Workspace, *, timeout: float = DEFAULT_TIMEOUT_MS / 1000,
                  max_output: int = DEFAULT_MAX_OUTPUT, policy: CommandPolicy | None = None,
                  env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
-                 shell: str = "/bin/bash", description: str | None = None):
+                 shell: str = "/bin/bash", deny_args: tuple[str, ...] = (), description: str | None = None):
         self.workspace = workspace
         self.sandbox = sandbox
         self.shell = shell
+        self.deny_args = deny_args
         self.max_seconds = timeout
         self.max_output = max_output
         self.policy = policy or CommandPolicy()
@@ -98,6 +93,7 @@ class BashTool(Tool):
         timeout = min(float(timeout), self.max_seconds)
         try:
             self.policy.check(command)
+            _check_deny_args(command, self.deny_args)
         except Refused as e:
             return _error(f"command refused by policy: {e}. Nothing was run.")
         try:
@@ -227,6 +223,18 @@ class BashTool(Tool):
             self._closing = False
 
 
+def _check_deny_args(command: str, patterns: tuple[str, ...]) -> None:
+    """RuleGo's `denyArgs`: a pattern with a space (`-rf /`) or a short `/x` must stand between word
+    boundaries; any other pattern (`/dev/sd`) refuses wherever it appears in the line."""
+    for pattern in patterns:
+        if " " in pattern or (pattern.startswith("/") and len(pattern) <= 3):
+            hit = re.search(r"(?<!\S)" + re.escape(pattern) + r"(?!\S)", command) is not None
+        else:
+            hit = pattern in command
+        if hit:
+            raise Refused(f"the command line contains the denied argument pattern {pattern!r} (denyArgs)")
+
+
 async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float) -> None:
     """Wait until bash itself exits (TimeoutError after `timeout`).
 
@@ -287,20 +295,39 @@ def _error(message: str) -> ToolOutput:
     return ToolOutput(content=f"Error: {message}", is_error=True)
 
 
-def _str_list(config: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = config.get(key, [])
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"tools.bash.config.{key} must be a list of command names or patterns, "
-                          f"got {value!r}",
-                          errors=[(f"tools.bash.config.{key}", "expected a list of strings")])
-    return tuple(v.strip() for v in value)
+def create(config: dict[str, Any], descriptor: Any = None) -> Tool:
+    """Factory used by the registry (`"bash"` in a config's tools)."""
+    c = parse_config(BashConfig, config, "bash")
+    workspace = workspace_from_config({"workDir": c.workDir}, "bash")
+    timeout_ms = c.timeout or getattr(descriptor, "timeout", None) or DEFAULT_TIMEOUT_MS
+    if c.timeout is not None and c.timeout < 1000:
+        warnings.warn(f"tools.bash.config.timeout is {c.timeout} ms; chainreact's bash timeout is in "
+                      "milliseconds (RuleGo's is in seconds): write 60000 for a minute",
+                      IgnoredConfigWarning, stacklevel=2)
+    budget = c.output_budget()
+    if budget < 100:
+        raise ConfigError(f"tools.bash.config.maxOutput must be at least 100 characters, got {budget}",
+                          errors=[("tools.bash.config.maxOutput", "less than 100")])
+    allow = () if c.mode == "deny" else tuple(a.strip() for a in c.allow)
+    policy = CommandPolicy(allow=allow, deny=tuple(d.strip() for d in c.deny), default_deny=c.defaultDeny)
+    shell = _shell(c.shellPath)
+    try:
+        sandbox = resolve_sandbox(c.sandbox, str(workspace.root), network=c.network,
+                                  read_only=(*_paths(c.readOnlyPaths, "readOnlyPaths"), *_shell_dir(shell)),
+                                  writable=_paths(c.writablePaths, "writablePaths"))
+    except RuntimeError as e:
+        raise ConfigError(f"tools.bash.config.sandbox is \"bwrap\" but {e}; install bubblewrap "
+                          "(apt-get install bubblewrap) or use sandbox: \"auto\" or \"off\"",
+                          errors=[("tools.bash.config.sandbox", str(e))]) from None
+    tool = BashTool(workspace, timeout=timeout_ms / 1000, max_output=budget, policy=policy, env=c.env,
+                    sandbox=sandbox, shell=shell, deny_args=tuple(c.denyArgs))
+    tool.description = description_from(descriptor, tool.description)
+    return tool
 
 
-def _paths(config: dict[str, Any], key: str) -> tuple[str, ...]:
+def _paths(paths: list[str], key: str) -> tuple[str, ...]:
     out = []
-    for p in _str_list(config, key):
+    for p in paths:
         real = os.path.realpath(os.path.expanduser(p))
         if not os.path.exists(real):
             raise ConfigError(f"tools.bash.config.{key}: {p!r} does not exist",
@@ -309,34 +336,16 @@ def _paths(config: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def create(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    """Factory used by the registry (`"bash"` in a config's tools)."""
-    check_config_keys(config, CONFIG_KEYS, "bash")
-    workspace = workspace_from_config(config, "bash")
-    default_ms = getattr(descriptor, "timeout", None) or DEFAULT_TIMEOUT_MS
-    timeout_ms = config_int(config, "timeout", default_ms, "bash")
-    env = config.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                            for k, v in env.items()):
-        raise ConfigError(f"tools.bash.config.env must map names to string values, got {env!r}",
-                          errors=[("tools.bash.config.env", "expected an object of strings")])
-    policy = CommandPolicy(allow=_str_list(config, "allow"), deny=_str_list(config, "deny"),
-                           default_deny=config_bool(config, "defaultDeny", True, "bash"))
-    mode = config.get("sandbox", "auto")
-    if mode not in SANDBOX_MODES:
-        raise ConfigError(f"tools.bash.config.sandbox must be one of {', '.join(SANDBOX_MODES)}, "
-                          f"got {mode!r}",
-                          errors=[("tools.bash.config.sandbox", "invalid value")])
-    try:
-        sandbox = resolve_sandbox(mode, str(workspace.root),
-                                  network=config_bool(config, "network", False, "bash"),
-                                  read_only=_paths(config, "readOnlyPaths"),
-                                  writable=_paths(config, "writablePaths"))
-    except RuntimeError as e:
-        raise ConfigError(f"tools.bash.config.sandbox is \"bwrap\" but {e}; install bubblewrap "
-                          "(apt-get install bubblewrap) or use sandbox: \"auto\" or \"off\"",
-                          errors=[("tools.bash.config.sandbox", str(e))]) from None
-    tool = BashTool(workspace, timeout=timeout_ms / 1000, max_output=config_int(config, "maxOutput",
-                    DEFAULT_MAX_OUTPUT, "bash", minimum=100), policy=policy, env=env, sandbox=sandbox)
-    tool.description = description_from(descriptor, tool.description)
-    return tool
+def _shell(path: str | None) -> str:
+    if not path:
+        return "/bin/bash"
+    real = os.path.realpath(os.path.expanduser(path))
+    if not (os.path.isfile(real) and os.access(real, os.X_OK)):
+        raise ConfigError(f"tools.bash.config.shellPath {path!r} is not an executable file",
+                          errors=[("tools.bash.config.shellPath", "not an executable file")])
+    return real
+
+
+def _shell_dir(shell: str) -> tuple[str, ...]:
+    """A shell outside the system directories must be visible in the sandbox too."""
+    return () if shell.startswith(("/usr/", "/bin/")) else (os.path.dirname(shell),)

@@ -16,10 +16,11 @@ from typing import Any
 
 from ..base import Tool, ToolContext, ToolOutput
 from .backups import BACKUP_MAX_BYTES, BackupStore
+from .configs import EditConfig, parse_config
 from .fileio import SNIFF_BYTES, NotRegularFileError, atomic_write, human_size, looks_binary, open_regular
-from .files import COMMON_KEYS, backups_from_config
+from .files import backups_for
 from .results import error, plural
-from .workspace import PathEscapeError, Workspace, check_config_keys, description_from, workspace_from_config
+from .workspace import PathEscapeError, Workspace, description_from, workspace_from_config
 
 # Text files larger than this are not edited in memory; the error suggests bash (sed) instead.
 EDIT_MAX_BYTES = 16 * 1024 * 1024
@@ -264,8 +265,8 @@ def not_found_hint(text: str, old: str) -> str:
 
 
 def create_edit(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    check_config_keys(config, (*COMMON_KEYS, "backups", "maxBackups"), "edit")
-    ws = workspace_from_config(config, "edit")
-    tool = EditTool(ws, backups_from_config(config, ws, "edit"))
+    c = parse_config(EditConfig, config, "edit")
+    ws = workspace_from_config({"workDir": c.workDir}, "edit")
+    tool = EditTool(ws, backups_for(c.backups, c.kept(), ws))
     tool.description = description_from(descriptor, tool.description)
     return tool

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from ..base import Tool, ToolContext, ToolOutput
 from .backups import BACKUP_MAX_BYTES, BackupStore
+from .configs import ReadConfig, WriteConfig, parse_config
 from .fileio import (
     SNIFF_BYTES,
     NotRegularFileError,
@@ -29,9 +30,6 @@ from .results import error, plural
 from .workspace import (
     PathEscapeError,
     Workspace,
-    check_config_keys,
-    config_bool,
-    config_int,
     description_from,
     workspace_from_config,
 )
@@ -227,9 +225,11 @@ WRITE_MODES = ("create", "overwrite", "append")
 class WriteTool(Tool):
     name = "write"
 
-    def __init__(self, workspace: Workspace, backups: BackupStore | None, *, description: str | None = None):
+    def __init__(self, workspace: Workspace, backups: BackupStore | None, *, max_bytes: int = 0,
+                 description: str | None = None):
         self.workspace = workspace
         self.backups = backups
+        self.max_bytes = max_bytes
         self.description = description or (
             "Write a text file in the workspace (parent directories are created). mode: create (default; "
             "fails if the file exists), overwrite (replace it) or append (add to the end). The write is "
@@ -259,6 +259,9 @@ class WriteTool(Tool):
         except UnicodeEncodeError as e:
             return error(f"content is not valid Unicode text ({e.reason} at character {e.start}); "
                          "nothing written")
+        if self.max_bytes and len(data) > self.max_bytes:
+            return error(f"content is {len(data)} bytes; this tool writes at most {self.max_bytes} "
+                         "(maxFileSize); nothing written")
         shown = args.get("path")
         try:
             real = self.workspace.resolve(shown)
@@ -319,32 +322,22 @@ class WriteTool(Tool):
 
 # --- factories (names and signatures are fixed by chainreact.tools.registry) -----------------------
 
-COMMON_KEYS = ("workDir",)
-
 
 def create_read(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    keys = (*COMMON_KEYS, "maxLines", "maxLineLength", "maxOutput", "maxEntries")
-    check_config_keys(config, keys, "read")
-    tool = ReadTool(
-        workspace_from_config(config, "read"),
-        max_lines=config_int(config, "maxLines", 2000, "read"),
-        max_line_length=config_int(config, "maxLineLength", 2000, "read"),
-        max_output=config_int(config, "maxOutput", 100_000, "read"),
-        max_entries=config_int(config, "maxEntries", 1000, "read"),
-    )
+    c = parse_config(ReadConfig, config, "read")
+    tool = ReadTool(workspace_from_config({"workDir": c.workDir}, "read"), max_lines=c.lines(),
+                    max_line_length=c.maxLineLength, max_output=c.maxOutput, max_entries=c.maxEntries)
     tool.description = description_from(descriptor, tool.description)
     return tool
 
 
-def backups_from_config(config: dict[str, Any], workspace: Workspace, tool: str) -> BackupStore | None:
-    if not config_bool(config, "backups", True, tool):
-        return None
-    return BackupStore(workspace, keep=config_int(config, "maxBackups", 20, tool))
+def backups_for(enabled: bool, keep: int, workspace: Workspace) -> BackupStore | None:
+    return BackupStore(workspace, keep=keep) if enabled else None
 
 
 def create_write(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    check_config_keys(config, (*COMMON_KEYS, "backups", "maxBackups"), "write")
-    ws = workspace_from_config(config, "write")
-    tool = WriteTool(ws, backups_from_config(config, ws, "write"))
+    c = parse_config(WriteConfig, config, "write")
+    ws = workspace_from_config({"workDir": c.workDir}, "write")
+    tool = WriteTool(ws, backups_for(c.backups, c.maxBackups, ws), max_bytes=c.maxFileSize)
     tool.description = description_from(descriptor, tool.description)
     return tool

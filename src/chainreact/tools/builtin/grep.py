@@ -45,11 +45,12 @@ class _GrepState:
 class GrepTool(Tool):
     name = "grep"
 
-    def __init__(self, workspace: Workspace, *, max_results: int = 200,
+    def __init__(self, workspace: Workspace, *, max_results: int = 200, hard_limit: int | None = None,
                  max_file_size: int = 10 * 1024 * 1024, timeout: float = DEFAULT_TIMEOUT_MS / 1000,
                  description: str | None = None):
         self.workspace = workspace
         self.max_results = max_results
+        self.hard_limit = hard_limit or max_results
         self.max_file_size = max_file_size
         self.max_seconds = timeout
         self.description = description or (
@@ -70,7 +71,8 @@ class GrepTool(Tool):
                 "context": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "default": 0,
                             "description": "Lines of context before and after each match."},
                 "max_results": {"type": "integer", "minimum": 1,
-                                "description": f"Maximum matches to show (default and limit {max_results})."},
+                                "description": f"Maximum matches to show (default {max_results}, "
+                                               f"limit {self.hard_limit})."},
             },
             "required": ["pattern"],
             "additionalProperties": False,
@@ -86,7 +88,7 @@ class GrepTool(Tool):
             if bad or not 0 <= context <= GREP_MAX_CONTEXT:
                 raise SearchFailed(f"context must be an integer from 0 to {GREP_MAX_CONTEXT}, "
                                    f"got {context!r}")
-            cap = positive_cap(args.get("max_results"), self.max_results)
+            cap = positive_cap(args.get("max_results"), self.max_results, self.hard_limit)
             budget = Budget(self.max_seconds)
             try:
                 return await asyncio.to_thread(self._grep, base, regex, include, exclude, context, cap,

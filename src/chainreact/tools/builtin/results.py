@@ -27,10 +27,10 @@ def short(s: str, n: int = 120) -> str:
     return s if len(s) <= n else s[:n] + "…"
 
 
-def positive_cap(value: Any, limit: int, key: str = "max_results") -> int:
-    """A model's optional `max_results`: an integer >= 1, never above the configured `limit`."""
+def positive_cap(value: Any, default: int, limit: int, key: str = "max_results") -> int:
+    """A model's optional `max_results` (else `default`): an integer >= 1, never above `limit`."""
     if value is None:
-        return limit
+        return min(default, limit)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SearchFailed(f"{key} must be an integer >= 1, got {value!r}")
     return min(value, limit)

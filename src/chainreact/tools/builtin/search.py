@@ -12,19 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, ToolOutput
+from .configs import GlobConfig, GrepConfig, parse_config
 from .globmatch import Glob, GlobError, compile_glob, has_wildcard
 from .grep import DEFAULT_TIMEOUT_MS, GrepTool
 from .linear_re import PatternError
 from .results import SearchFailed, error, positive_cap, short
 from .walk import Budget, walk
-from .workspace import (
-    PathEscapeError,
-    Workspace,
-    check_config_keys,
-    config_int,
-    description_from,
-    workspace_from_config,
-)
+from .workspace import PathEscapeError, Workspace, description_from, workspace_from_config
 
 # --- glob ------------------------------------------------------------------------------------------
 
@@ -32,10 +26,11 @@ from .workspace import (
 class GlobTool(Tool):
     name = "glob"
 
-    def __init__(self, workspace: Workspace, *, max_results: int = 500,
+    def __init__(self, workspace: Workspace, *, max_results: int = 500, hard_limit: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT_MS / 1000, description: str | None = None):
         self.workspace = workspace
         self.max_results = max_results
+        self.hard_limit = hard_limit or max_results
         self.max_seconds = timeout
         self.description = description or (
             "Find files in the workspace by name pattern, e.g. '**/*.py' (any depth), 'src/*.{js,ts}'. "
@@ -49,7 +44,8 @@ class GlobTool(Tool):
                 "sort": {"type": "string", "enum": ["name", "mtime"], "default": "name",
                          "description": "name (alphabetical) or mtime (newest first)."},
                 "max_results": {"type": "integer", "minimum": 1,
-                                "description": f"Maximum paths to list (default and limit {max_results})."},
+                                "description": f"Maximum paths to list (default {max_results}, "
+                                               f"limit {self.hard_limit})."},
             },
             "required": ["pattern"],
             "additionalProperties": False,
@@ -62,7 +58,7 @@ class GlobTool(Tool):
             sort = args.get("sort", "name")
             if sort not in ("name", "mtime"):
                 raise SearchFailed(f"sort must be 'name' or 'mtime', got {sort!r}")
-            cap = positive_cap(args.get("max_results"), self.max_results)
+            cap = positive_cap(args.get("max_results"), self.max_results, self.hard_limit)
             budget = Budget(self.max_seconds)
             try:
                 return await asyncio.to_thread(self._glob, base, pattern, sort, cap, budget)
@@ -153,20 +149,16 @@ def _pattern(value: Any, ws: Workspace) -> str:
 
 
 def create_grep(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    check_config_keys(config, ("workDir", "maxResults", "maxFileSize", "timeout"), "grep")
-    tool = GrepTool(workspace_from_config(config, "grep"),
-                    max_results=config_int(config, "maxResults", 200, "grep"),
-                    max_file_size=config_int(config, "maxFileSize", 10 * 1024 * 1024, "grep"),
-                    timeout=config_int(config, "timeout", DEFAULT_TIMEOUT_MS, "grep") / 1000)
+    c = parse_config(GrepConfig, config, "grep")
+    tool = GrepTool(workspace_from_config({"workDir": c.workDir}, "grep"), max_results=c.maxResults,
+                    hard_limit=c.hardMaxLimit, max_file_size=c.maxFileSize, timeout=c.timeout / 1000)
     tool.description = description_from(descriptor, tool.description)
     return tool
 
 
 def create_glob(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    check_config_keys(config, ("workDir", "maxResults", "timeout"), "glob")
-    tool = GlobTool(workspace_from_config(config, "glob"),
-                    max_results=config_int(config, "maxResults", 500, "glob"),
-                    timeout=config_int(config, "timeout", DEFAULT_TIMEOUT_MS, "glob") / 1000)
+    c = parse_config(GlobConfig, config, "glob")
+    tool = GlobTool(workspace_from_config({"workDir": c.workDir}, "glob"), max_results=c.maxResults,
+                    hard_limit=c.hardMaxLimit, timeout=c.timeout / 1000)
     tool.description = description_from(descriptor, tool.description)
     return tool
-

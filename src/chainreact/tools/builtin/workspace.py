@@ -8,7 +8,7 @@ way. It guards what the file tools touch; it is not an OS sandbox (`bash` gets o
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +84,6 @@ def _short(s: str, n: int = 120) -> str:
 # --- config ----------------------------------------------------------------------------------------
 
 
-def check_config_keys(config: Mapping[str, Any], known: Iterable[str], tool: str) -> None:
-    """Unknown keys are almost always typos (`timout`); say so instead of silently ignoring them."""
-    known = set(known)
-    unknown = sorted(k for k in config if k not in known)
-    if unknown:
-        raise ConfigError(
-            f"tools.{tool}.config: unknown key(s) {', '.join(map(repr, unknown))}; "
-            f"known keys: {', '.join(sorted(known))}",
-            errors=[(f"tools.{tool}.config.{k}", "unknown key") for k in unknown],
-        )
-
-
 def workspace_from_config(config: Mapping[str, Any], tool: str) -> Workspace:
     """`config["workDir"]` (default: the current directory), which must be an existing directory.
 
@@ -120,23 +108,6 @@ def workspace_from_config(config: Mapping[str, Any], tool: str) -> Workspace:
             errors=[(f"tools.{tool}.config.workDir", "not a directory")],
         )
     return Workspace(path)
-
-
-def config_int(config: Mapping[str, Any], key: str, default: int, tool: str, *, minimum: int = 1) -> int:
-    value = config.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-        raise ConfigError(
-            f"tools.{tool}.config.{key} must be a number >= {minimum}, got {value!r}",
-            errors=[(f"tools.{tool}.config.{key}", "invalid number")],
-        )
-    return int(value)
-
-
-def config_bool(config: Mapping[str, Any], key: str, default: bool, tool: str) -> bool:
-    value = config.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"tools.{tool}.config.{key} must be true or false, got {value!r}")
-    return value
 
 
 def description_from(descriptor: Any, default: str) -> str:
