@@ -114,3 +114,9 @@ async def test_environment_is_the_scrubbed_one(ws: Path, monkeypatch: pytest.Mon
     names = set(section(text, "stdout").split())
     assert names <= {"PATH", "HOME", "PWD", "LANG", "TERM", "NO_COLOR", "MY_VAR", "SHLVL", "_", "OLDPWD"}
     assert "MY_VAR" in names and os.environ["CHAINREACT_TEST_SECRET"] not in text
+
+
+def test_path_entries_that_would_expose_too_much_are_not_bound(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    dirs = ["/", "/root", "/usr/local/bin", "relative/bin", str(tmp_path / "bin"), str(tmp_path / "none")]
+    assert sandbox_mod._outside_system(dirs) == [str((tmp_path / "bin").resolve())]

@@ -89,6 +89,8 @@ def _outside_system(dirs: Sequence[str]) -> list[str]:
         real = os.path.realpath(d)
         if any(real == s or real.startswith(s + "/") for s in SYSTEM_PATHS) or not os.path.isdir(real):
             continue
+        if real.count("/") < 2:  # "/" or a top-level directory (/home, /root) on PATH would expose it all
+            continue
         out.append(real)
     return out
 
