@@ -21,7 +21,7 @@ $(VENV)/.stamp-local-$(PYPROJECT_HASH): | $(BIN)/python
 	touch $@
 
 $(VENV)/.stamp-dev-$(PYPROJECT_HASH): | $(BIN)/python
-	$(PIP) -e '.[dev,local,mcp]'
+	$(PIP) -e '.[dev,local,mcp,server]'
 	touch $@ $(VENV)/.stamp-local-$(PYPROJECT_HASH)
 
 install: $(VENV)/.stamp-local-$(PYPROJECT_HASH)
@@ -31,7 +31,7 @@ install-dev: $(VENV)/.stamp-dev-$(PYPROJECT_HASH)
 demo: install
 	$(BIN)/chainreact run examples/demo-agent.json "$(DEMO_TASK)" --stream
 
-## test: install (dev + local + mcp extras) and run the whole test suite
+## test: install (dev + local + mcp + server extras) and run the whole test suite
 test: install-dev
 	@rc=0; $(BIN)/python -m pytest -q $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): treated as a failure" >&2; fi; \

@@ -8,6 +8,7 @@ thread (a call costs microseconds); a runaway script holds it at most for the ti
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import orjson
@@ -55,13 +56,23 @@ class JsFunction:
             raise ValueError(f"JavaScript does not compile: {_first_line(e)}") from None
         self._ctx = ctx
         self._fn = ctx.get(self.func_name)
+        # QuickJS measures its stack limit from the stack of the thread that made the context: called
+        # from another thread (a chain loaded in one thread and run by a server's loop in another) every
+        # call would look like a stack overflow. So a context belongs to one thread; another rebuilds it.
+        self._thread = threading.get_ident()
+
+    def _in_this_thread(self) -> None:
+        if self._thread != threading.get_ident():
+            self._build()
 
     def arg_json(self, text: str) -> Any:
         """A JS value from JSON text (objects/arrays are built inside QuickJS, no Python round trip)."""
+        self._in_this_thread()
         return self._ctx.parse_json(text)
 
     def call(self, *args: Any) -> Any:
         qjs = self._qjs
+        self._in_this_thread()
         try:
             out = self._fn(*args)
         except qjs.JSException as e:

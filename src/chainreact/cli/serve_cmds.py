@@ -1,0 +1,61 @@
+"""`chainreact serve`: agents and rule chains over HTTP (needs the `server` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+
+from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.hash_key:
+        from ..server.auth import hash_key
+
+        print(hash_key(args.hash_key))
+        return EXIT_OK
+    if not args.paths:
+        raise UsageError("serve: give at least one agent/chain file or folder")
+    try:
+        import uvicorn
+
+        from ..server import Catalog, KeyStore, create_app
+    except ImportError as exc:
+        raise UsageError(f"serve needs the 'server' extra: pip install 'chainreact[server]' ({exc})"
+                         ) from None
+    catalog = Catalog.load(args.paths, globals=build_globals(args.globals, args.globals_file))
+    keys = KeyStore.load(args.keys) if args.keys else None
+    if keys is None and not _loopback(args.host):
+        print(f"warning: serving on {args.host} without --keys: anyone who reaches this port can run "
+              "every agent and chain", file=sys.stderr)
+    for line in catalog.problems:
+        print(f"error: {line}", file=sys.stderr)
+    for entry in catalog.entries.values():
+        print(f"serving {entry.kind} {entry.id!r} ({entry.source})", file=sys.stderr)
+    if not catalog.entries:
+        print("error: nothing to serve", file=sys.stderr)
+        return EXIT_FAIL
+    app = create_app(catalog, keys=keys, body_limit=args.body_limit)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    return EXIT_OK
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def register(add: AddCommand) -> None:
+    p = add("serve", cmd_serve, "serve agents and rule chains over HTTP (OpenAI's and RuleGo's APIs)")
+    p.add_argument("paths", nargs="*", help="agent documents, rule chains, or folders of them")
+    p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
+    p.add_argument("--keys", help="API keys file (YAML/JSON; see docs/server.md); without it, no auth")
+    p.add_argument("--body-limit", type=int, default=10 * 1024 * 1024, help="max request body in bytes")
+    p.add_argument("--hash-key", metavar="KEY", help="print the SHA-256 of KEY for a keys file, and exit")
+    add_globals(p)

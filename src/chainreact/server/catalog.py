@@ -1,0 +1,115 @@
+"""What a server serves: agents and rule chains loaded from files or folders, by id.
+
+A document's kind comes from its shape (config.detect_document_kind). Agents are keyed by their node id
+(else the file name); chains by `ruleChain.id`. A broken file is reported with its path and the rest
+still load; an id given twice is an error naming both files. Flows are recognised and listed as not
+served yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import detect_document_kind
+from ..config.loader import read_document
+from ..errors import ConfigError
+
+_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+@dataclass(slots=True)
+class Entry:
+    id: str
+    kind: str  # "agent" | "chain"
+    source: str
+    obj: Any  # an Agent, or the chain id in the engine
+    description: str = ""
+
+
+@dataclass
+class Catalog:
+    entries: dict[str, Entry] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # files that did not load, with why
+    skipped: list[str] = field(default_factory=list)  # recognised but not served (flows)
+    engine: Any = None  # the RuleEngine, created when the first chain loads
+
+    @classmethod
+    def load(cls, paths: Iterable[str | Path], *, globals: Mapping[str, Any] | None = None) -> Catalog:
+        cat = cls()
+        for p in paths:
+            path = Path(p)
+            if not path.exists():
+                raise ConfigError(f"{path}: no such file or folder")
+            files = sorted(f for f in path.rglob("*") if f.suffix in _SUFFIXES and f.is_file()) \
+                if path.is_dir() else [path]
+            for f in files:
+                cat._load_file(f, dict(globals or {}), quiet=path.is_dir())
+        return cat
+
+    def _load_file(self, path: Path, globals_: dict[str, Any], *, quiet: bool) -> None:
+        try:
+            data, _ = read_document(path)
+            kind = detect_document_kind(data, source=str(path))
+        except ConfigError as e:
+            # In a folder, files that are no document of ours (package.json, data) are skipped.
+            if not quiet:
+                raise
+            self.skipped.append(f"{path}: {str(e).splitlines()[0]}")
+            return
+        try:
+            if kind == "agent":
+                from ..agent import Agent
+
+                agent = Agent.from_config(path, globals=globals_)
+                ident = (data.get("id") if isinstance(data, dict) else None) or path.stem
+                self._add(Entry(str(ident), "agent", str(path), agent, agent.description))
+            elif kind == "chain":
+                engine = self.chain_engine(globals_)
+                chain = engine.load(path)
+                info = chain.definition.ruleChain
+                desc = (info.additionalInfo or {}).get("description") or info.name or ""
+                self._add(Entry(chain.id, "chain", str(path), chain.id, str(desc)))
+            else:
+                self.skipped.append(f"{path}: a flow (flows are not served yet)")
+        except ConfigError as e:
+            if not quiet:
+                raise
+            self.problems.append(f"{path}: {e}")
+
+    def chain_engine(self, globals_: Mapping[str, Any] | None = None) -> Any:
+        if self.engine is None:
+            from ..chains import RuleEngine
+
+            self.engine = RuleEngine(properties=dict(globals_ or {}))
+        return self.engine
+
+    def _add(self, entry: Entry) -> None:
+        old = self.entries.get(entry.id)
+        if old is not None and old.source != entry.source:
+            raise ConfigError(f"id {entry.id!r} is defined twice: in {old.source} and in {entry.source}; "
+                              "ids must be unique across the served files")
+        self.entries[entry.id] = entry
+
+    def add_chain(self, chain_id: str, source: str) -> Entry:
+        """Register a chain loaded into the engine at run time (POST /api/v1/rules/{id})."""
+        entry = Entry(chain_id, "chain", source, chain_id)
+        self.entries[chain_id] = entry
+        return entry
+
+    def remove(self, ident: str) -> bool:
+        entry = self.entries.pop(ident, None)
+        if entry is None:
+            return False
+        if entry.kind == "chain" and self.engine is not None:
+            self.engine.remove(ident)
+        return True
+
+    async def aclose(self) -> None:
+        for e in self.entries.values():
+            if e.kind == "agent":
+                await e.obj.aclose()
+        if self.engine is not None:
+            self.engine.close()

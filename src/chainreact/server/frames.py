@@ -1,0 +1,159 @@
+"""One stream shape for everything served: an agent run or a chain run becomes a sequence of frames,
+which the routes turn into OpenAI chunks (SSE) or one completion.
+
+    Text(text)            answer text
+    Reasoning(text)       the model's reasoning
+    Tool(event)           a TOOL_CALL_START / TOOL_CALL_RESULT object (sent only to agui clients)
+    Done(content, usage, model)   the end, with the full answer
+    Failed(message)       the run failed; nothing follows
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..types import Usage
+
+
+@dataclass(slots=True)
+class Text:
+    text: str
+
+
+@dataclass(slots=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(slots=True)
+class Tool:
+    event: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Done:
+    content: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+@dataclass(slots=True)
+class Failed:
+    message: str
+
+
+Frame = Text | Reasoning | Tool | Done | Failed
+
+
+async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[Frame]:
+    """An agent's run as frames. Closing the iterator early (a client went away) cancels the run."""
+    from ..types import events as ev
+
+    model = agent.config.model
+    if not stream:
+        try:
+            result = await agent.run(data)
+        except Exception as exc:
+            yield Failed(_error_text(exc))
+            return
+        yield Done(result.content, result.usage, model)
+        return
+    gen = agent.stream(data)
+    try:
+        async for e in gen:
+            if isinstance(e, ev.TextDelta):
+                yield Text(e.text)
+            elif isinstance(e, ev.ReasoningDelta):
+                yield Reasoning(e.text)
+            elif isinstance(e, ev.ToolCallEvent):
+                yield Tool({"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
+                            "arguments": _args(e.call.arguments)})
+            elif isinstance(e, ev.ToolResultEvent):
+                yield Tool({"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
+                            "content": e.content, "isError": e.is_error})
+            elif isinstance(e, ev.Final):
+                yield Done(e.content, e.usage, model)
+            elif isinstance(e, ev.Cancelled):
+                yield Failed("the run was cancelled")
+    except Exception as e:
+        yield Failed(_error_text(e))
+    finally:
+        await gen.aclose()
+
+
+async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,
+                       metadata: dict[str, str] | None = None) -> AsyncIterator[Frame]:
+    """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
+    with `stream`, metadata stream=true and the chain's Stream frames become frames as they come."""
+    from ..chains import FAILURE, SUCCESS, RuleMsg
+
+    meta = dict(metadata or {})
+    if stream:
+        meta["stream"] = "true"
+    msg = RuleMsg(type="chat.completions", data=orjson.dumps(body).decode(), metadata=meta)
+    queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+
+    def on_stream(m: Any) -> None:
+        md = m.metadata
+        if md.get("error") == "true" or md.get("stream_completed") == "true":
+            return  # the error arrives as a Failure end; completion as the Success end
+        if md.get("tool_call") == "true":
+            try:
+                queue.put_nowait(Tool(orjson.loads(m.data)))
+            except orjson.JSONDecodeError:
+                return
+        elif md.get("reasoning_content"):
+            queue.put_nowait(Reasoning(md["reasoning_content"]))
+        elif m.data:
+            queue.put_nowait(Text(m.data))
+
+    async def run() -> None:
+        try:
+            ends = await engine.run(chain_id, msg, on_stream=on_stream if stream else None)
+            ok = next((e for e in ends if e.relation == SUCCESS and not e.error), None)
+            if ok is not None:
+                md = ok.msg.metadata
+                queue.put_nowait(Done(ok.msg.data, _usage(md), md.get("model", "")))
+            else:
+                bad = next((e for e in ends if e.relation == FAILURE or e.error), None)
+                why = (bad.error or bad.msg.data) if bad else "the chain ended without a Success message"
+                queue.put_nowait(Failed(why or "the chain failed"))
+        except Exception as e:
+            queue.put_nowait(Failed(_error_text(e)))
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.ensure_future(run())
+    try:
+        while (frame := await queue.get()) is not None:
+            yield frame
+    finally:
+        if not task.done():
+            task.cancel()  # the client went away: every branch of the chain is cancelled
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def _usage(md: dict[str, str]) -> Usage:
+    def num(k: str) -> int:
+        try:
+            return int(md.get(k, "0"))
+        except ValueError:
+            return 0
+
+    return Usage(num("prompt_tokens"), num("completion_tokens"), num("total_tokens"))
+
+
+def _args(text: str) -> Any:
+    try:
+        return orjson.loads(text or "{}")
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _error_text(e: BaseException) -> str:
+    return str(e) or type(e).__name__

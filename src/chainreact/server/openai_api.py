@@ -1,0 +1,127 @@
+"""OpenAI-compatible chat completions over frames: one completion object, or SSE chunks.
+
+SSE framing (RuleGo's and OpenAI's): one `chat.completion.chunk` per text frame (`delta.content`, or
+`delta.reasoning_content`), tool frames only for `X-Stream-Protocol: agui` clients (as
+`delta.tool_calls: [event]`), then a chunk with `finish_reason: "stop"` and the usage, then
+`data: [DONE]`. A failure inside the stream is `data: {"error": {"message", "type": "stream_error"}}`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .frames import Done, Failed, Frame, Reasoning, Text, Tool
+
+SSE_HEADERS = {
+    "Cache-Control": "no-cache, no-transform",
+    "Connection": "keep-alive",
+    "X-Accel-Buffering": "no",
+}
+
+
+def error(status: int, message: str, type_: str = "invalid_request_error", code: str | None = None,
+          headers: dict[str, str] | None = None) -> JSONResponse:
+    body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def parse_chat_request(raw: bytes) -> dict[str, Any] | JSONResponse:
+    """The request body as a dict, or the 400 that says what is wrong with it."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        return error(400, f"the request body is not valid JSON: {e}")
+    if not isinstance(body, dict):
+        return error(400, "the request body must be a JSON object")
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs or not all(isinstance(m, dict) for m in msgs):
+        return error(400, "'messages' must be a non-empty list of message objects", code="invalid_messages")
+    for i, m in enumerate(msgs):
+        if m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
+            return error(400, f"messages[{i}].role must be system, user, assistant or tool, "
+                              f"got {m.get('role')!r}", code="invalid_messages")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return error(400, "'stream' must be true or false")
+    return body
+
+
+def agent_input(body: dict[str, Any]) -> dict[str, Any]:
+    """What the agent's input contract reads from an OpenAI request: the messages."""
+    msgs = [{**m, "role": "system"} if m.get("role") == "developer" else m for m in body["messages"]]
+    return {"messages": msgs}
+
+
+async def respond(request: Request, frames: AsyncIterator[Frame], model: str, stream: bool) -> Response:
+    cid = "chatcmpl-" + secrets.token_hex(12)
+    created = int(time.time())
+    if not stream:
+        return await _completion(frames, cid, created, model)
+    agui = request.headers.get("x-stream-protocol", "").lower() == "agui"
+    return StreamingResponse(_sse(frames, cid, created, model, agui), media_type="text/event-stream",
+                             headers=SSE_HEADERS)
+
+
+async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, model: str) -> Response:
+    text: list[str] = []
+    reasoning: list[str] = []
+    async for f in frames:
+        if isinstance(f, Failed):
+            return error(500, f.message, "server_error")
+        if isinstance(f, Done):
+            message: dict[str, Any] = {"role": "assistant", "content": f.content}
+            if reasoning:
+                message["reasoning_content"] = "".join(reasoning)
+            return JSONResponse({
+                "id": cid, "object": "chat.completion", "created": created, "model": f.model or model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": f.usage.to_dict(),
+            })
+        if isinstance(f, Text):
+            text.append(f.text)
+        elif isinstance(f, Reasoning):
+            reasoning.append(f.text)
+    return error(500, "the run ended without an answer", "server_error")
+
+
+def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
+           usage: dict[str, int] | None = None) -> bytes:
+    body: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage is not None:
+        body["usage"] = usage
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+async def _sse(frames: AsyncIterator[Frame], cid: str, created: int, model: str,
+               agui: bool) -> AsyncIterator[bytes]:
+    first = True
+    try:
+        async for f in frames:
+            if isinstance(f, Text | Reasoning):
+                delta: dict[str, Any] = {"content": f.text} if isinstance(f, Text) else \
+                    {"reasoning_content": f.text}
+                if first:
+                    delta["role"] = "assistant"
+                    first = False
+                yield _chunk(cid, created, model, delta)
+            elif isinstance(f, Tool):
+                if agui:
+                    yield _chunk(cid, created, model, {"tool_calls": [f.event]})
+            elif isinstance(f, Done):
+                usage = f.usage.to_dict() if f.usage.total_tokens else None
+                yield _chunk(cid, created, f.model or model, {}, "stop", usage)
+                yield b"data: [DONE]\n\n"
+                return
+            elif isinstance(f, Failed):
+                yield b"data: " + orjson.dumps({"error": {"message": f.message, "type": "stream_error",
+                                                          "code": None}}) + b"\n\n"
+                return
+    finally:
+        await frames.aclose()  # type: ignore[attr-defined]

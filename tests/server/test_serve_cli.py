@@ -1,0 +1,64 @@
+"""`chainreact serve` as a process: serves what it loaded, refuses nothing to serve, stops on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_process_answers_and_stops_on_sigterm(fake_llm: Any, tmp_path: Path) -> None:
+    llm = fake_llm([{"text": "served"}])
+    doc = {"id": "bot", "configuration": {"url": "${global.url}", "key": "k", "model": "fake-model"}}
+    (tmp_path / "bot.json").write_text(json.dumps(doc))
+    (tmp_path / "package.json").write_text('{"name": "not-an-agent"}')  # skipped, not an error
+    port = _port()
+    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", str(tmp_path), "--port", str(port),
+                             "--global", f"url={llm.url}"], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.1)
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                       json={"model": "bot", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+        assert r.json()["choices"][0]["message"]["content"] == "served"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    # uvicorn shuts down gracefully, then re-raises the signal: the exit status says "terminated by SIGTERM"
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "Traceback" not in err
+    assert "serving agent 'bot'" in err
+
+
+def test_serve_with_nothing_to_serve_fails(tmp_path: Path) -> None:
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", str(tmp_path), "--port", "1"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "nothing to serve" in proc.stderr
+
+
+def test_hash_key_prints_the_digest_a_keys_file_holds() -> None:
+    proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", "--hash-key", "test"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
