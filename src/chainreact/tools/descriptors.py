@@ -241,6 +241,13 @@ def descriptor_json_schema() -> dict[str, Any]:
     when(["agent"], {"config": ref(AgentToolOptions)})
     when(["rulechain"], {"config": ref(RuleChainToolOptions)})
     when(["python"], {"config": ref(PythonToolConfig)})
+    from .builtin.configs import MODELS as BUILTIN_CONFIGS  # each builtin's own config model
+
+    for name, model in BUILTIN_CONFIGS.items():
+        # `type` defaults to "builtin", so a descriptor without it matches too.
+        rules.append({"if": {"properties": {"type": {"const": "builtin"}, "name": {"const": name}},
+                             "required": ["name"]},
+                      "then": {"properties": {"config": ref(model)}}})
     return {"allOf": rules, "$defs": defs}
 
 

@@ -97,3 +97,20 @@ def test_json_schemas() -> None:
     assert bash["sandbox"]["enum"] == ["auto", "bwrap", "off"]
     assert {"denyArgs", "shellPath", "maxOutputSize", "mode", "workDir"} <= set(bash)
     assert schemas["grep"]["properties"]["maxResults"]["minimum"] == 1
+
+
+def test_builtin_configs_are_in_the_document_schema() -> None:
+    import jsonschema
+
+    from chainreact.tools.descriptors import document_json_schema
+
+    schema = document_json_schema()
+    assert {"BashConfig", "ReadConfig", "GrepConfig"} <= set(schema["$defs"])
+    good = {"url": "http://127.0.0.1:1/v1", "model": "m",
+            "tools": [{"type": "builtin", "name": "bash", "config": {"sandbox": "bwrap", "timeout": 60000}},
+                      {"name": "grep", "config": {"maxResults": 5}}, "read"]}
+    jsonschema.validate(good, schema)
+    for bad in ({"type": "builtin", "name": "bash", "config": {"sandbox": "on"}},
+                {"name": "grep", "config": {"maxResults": 0}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**good, "tools": [bad]}, schema)
