@@ -123,13 +123,6 @@ def test_the_graph_sees_lazy_and_type_checking_imports() -> None:
 KNOWN_CYCLES: list[frozenset[str]] = [
     # lazy imports both ways (function-level) between the compiler and the builtins
     frozenset({"chainreact.expr.builtins", "chainreact.expr.compiler"}),
-    # the component registry imports its families, which import it back; context <-> engine
-    frozenset({
-        "chainreact.chains.components.actions", "chainreact.chains.components.ai",
-        "chainreact.chains.components.base", "chainreact.chains.components.expr_nodes",
-        "chainreact.chains.components.flow_nodes", "chainreact.chains.components.js",
-        "chainreact.chains.context", "chainreact.chains.engine", "chainreact.chains.tools",
-    }),
 ]
 
 

@@ -108,3 +108,18 @@ async def test_resume_after_a_crash_between_model_and_tools(server: FakeLLM) -> 
     agent: Any = make_agent(server, tools=[weather])
     result = await agent.run(resume=Resume(cp.messages, cp.step, cp.pending, cp.completed))
     assert ran == ["Oslo"] and result.content == "21 in Oslo" and result.steps == 2
+
+
+async def test_start_resumes_too_and_keeps_the_run_id(server: FakeLLM) -> None:
+    server.add_turns([{"tool_calls": [call("ask_user", {"question": "Name?"}, id="q")]}, {"text": "Hi Ada"}])
+    points: list[Checkpoint] = []
+    agent = make_agent(server, tools=[ask_user])
+    first = await agent.start("hi", checkpoint=saved(points)).result()
+    assert first.stop_reason == "interrupted"
+    cp = points[-1]
+    run = agent.start(resume=Resume(cp.messages, cp.step, cp.pending, cp.completed, answers={"q": "Ada"},
+                                    run_id=cp.run_id))
+    assert run.run_id == cp.run_id
+    events = [ev async for ev in run]
+    assert events[-1].type == "final" and (await run.result()).content == "Hi Ada"
+    assert {ev.run_id for ev in events} == {cp.run_id}

@@ -345,10 +345,12 @@ class Agent:
             yield ev
 
     def start(self, input: Any = None, *, stream: bool = True, metadata: Mapping[str, Any] | None = None,
-              session_values: Mapping[str, Any] | None = None) -> AgentRun:
+              session_values: Mapping[str, Any] | None = None, resume: Resume | None = None,
+              checkpoint: CheckpointFn | None = None) -> AgentRun:
         """Start a run in a task: iterate it for events, `cancel()` it, await `result()`."""
-        make_plan = functools.partial(self.plan, metadata=metadata, session_values=session_values)
-        return AgentRun(self.name, make_plan, input, stream)
+        make_plan = functools.partial(self.plan, metadata=metadata, session_values=session_values,
+                                      checkpoint=checkpoint)
+        return AgentRun(self.name, make_plan, input, stream, resume)
 
     def run_sync(self, input: Any = None, **kwargs: Any) -> RunResult:
         """Blocking `run()` for scripts. Uses one background event loop per process, so connection pools

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from ..types import Cancelled, Event
 from .cancel import CancelHandle, CancelMode, CancelState
+from .interrupt import Resume
 from .loop import ReactLoop
 from .plan import RunPlan, planning_error
 from .result import RunResult
@@ -24,12 +25,14 @@ class AgentRun:
     `make_plan` is awaited inside the task (resolving tools may connect MCP servers), so even a run that
     fails or is cancelled before its first step reports it as an event."""
 
-    def __init__(self, name: str, make_plan: Callable[[], Awaitable[RunPlan]], data: Any, stream: bool):
+    def __init__(self, name: str, make_plan: Callable[[], Awaitable[RunPlan]], data: Any, stream: bool,
+                 resume: Resume | None = None):
         self._name = name
+        self._resume = resume
         self._cancel = CancelState()
         self._loop: ReactLoop | None = None
         self._stream = stream
-        self._run_id = secrets.token_hex(8)
+        self._run_id = (resume.run_id if resume is not None else None) or secrets.token_hex(8)
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._error: BaseException | None = None
         self._result: RunResult | None = None
@@ -43,7 +46,7 @@ class AgentRun:
                 self._queue.put_nowait(planning_error(self._name, e, self._run_id))
                 raise
             self._loop = ReactLoop(plan, streaming=self._stream, cancel=self._cancel, run_id=self._run_id)
-            async for ev in self._loop.events(data):
+            async for ev in self._loop.events(data, self._resume):
                 self._queue.put_nowait(ev)
         except asyncio.CancelledError:
             if not self._cancel.requested:
