@@ -318,6 +318,19 @@ async def test_gzip_bomb_is_refused_without_inflating(bomb: bytes, status: int) 
             assert ei.value.status == 500
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_uncompressed_answer_beyond_the_cap_is_refused(stream: bool) -> None:
+    big = sse(chunk(delta={"content": "z" * (3 << 20)}, finish_reason="stop")) if stream else \
+        orjson.dumps(completion({"role": "assistant", "content": "z" * (3 << 20)})).decode()
+    async with FakeLLM([{"raw_body": big}] * 3) as srv:
+        c, _ = client(srv.url, max_response_bytes=1 << 20)
+        with pytest.raises(MalformedResponseError, match="exceeds 1048576 bytes"):
+            await call(c, stream=stream)
+        c, _ = client(srv.url, max_response_bytes=4 << 20)  # the same answer under a larger cap
+        _, resp = await call(c, stream=stream)
+        assert len(resp.message.content or "") == 3 << 20
+
+
 async def test_compressed_answer_within_the_cap_is_read() -> None:
     body = orjson.dumps(completion(GOOD_MSG))
     for enc, data in (("gzip", zlib.compress(body, wbits=31)), ("deflate", zlib.compress(body)),

@@ -31,7 +31,7 @@ from chainreact.errors import MalformedResponseError, ModelError
 from chainreact.types import ModelResponse, StreamItem
 
 from .body import BodyParser, response_items
-from .decode import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, BoundedDecoder
+from .decode import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, BoundedDecoder, too_large
 from .parse import error_message, retryable_status
 from .request import ModelRequest, build_body
 
@@ -358,64 +358,68 @@ class HttpEndpoint:
     async def attempt(self, req: ModelRequest) -> AsyncIterator[StreamItem]:
         """Send `req` once; yield stream items (when req.stream) and then the ModelResponse."""
         payload = orjson.dumps(build_body(req))
-        pool = self._pool()
-        http = pool.take()
-        try:
-            async for item in self._attempt(http, payload, req):
-                yield item
-        finally:
-            pool.give(http)
-
-    async def _attempt(self, http: httpx.AsyncClient, payload: bytes, req: ModelRequest
-                       ) -> AsyncIterator[StreamItem]:
         url = self.url
         loop = asyncio.get_running_loop()
         end = loop.time() + req.timeout if req.timeout is not None else None
-        resp = await self._send(http, payload, end, loop, req.timeout)
+        pool = self._pool()
+        http = pool.take()  # this request's own client (see _Pool), given back when it is done
         try:
-            if resp.status_code >= 300:
-                raise http_error(resp.status_code, await self._error_body(resp), resp.headers, url)
-            parser = BodyParser(url, status=resp.status_code,
-                                content_type=resp.headers.get("content-type", ""))
-            out: list[StreamItem] = []
-            enc = resp.headers.get("content-encoding")
-            raw = BoundedDecoder.supports(enc)
-            dec = BoundedDecoder(enc if raw else None, self.max_response_bytes, url)
-            # aiter_raw skips httpx's decoder chain (hot path per chunk); gzip/deflate are inflated by
-            # the bounded decoder instead.
-            it = (resp.aiter_raw() if raw else resp.aiter_bytes()).__aiter__()
-            want_items = req.stream
-            read_timeout = self.timeouts.read
+            resp = await self._send(http, payload, end, loop, req.timeout)
             try:
-                while True:
-                    # Far from the deadline the read timeout bounds a silence; near it, the deadline does
-                    # (a timer per read only then: it costs CPU on the hot path).
-                    if end is None or end - loop.time() > read_timeout:
-                        chunk = await it.__anext__()
-                    else:
-                        async with asyncio.timeout_at(end):
-                            chunk = await it.__anext__()
-                    parser.feed(dec.feed(chunk), out)
-                    if out:
-                        if want_items:
-                            for item in out:
-                                yield item
-                        out.clear()
-            except StopAsyncIteration:
-                pass
-            except TimeoutError as e:
-                raise deadline_error(url, req.timeout) from e
-            except httpx.HTTPError as e:
-                raise transport_error(e, url, self.timeouts) from e
-            final: ModelResponse = parser.finish(out)
-            if not want_items:
-                yield final
-            elif parser.streamed:
-                for item in out:
-                    yield item
-                yield final
-            else:
-                for item in response_items(final):
-                    yield item
+                if resp.status_code >= 300:
+                    raise http_error(resp.status_code, await self._error_body(resp), resp.headers, url)
+                parser = BodyParser(url, status=resp.status_code,
+                                    content_type=resp.headers.get("content-type", ""))
+                out: list[StreamItem] = []
+                enc = resp.headers.get("content-encoding")
+                raw = BoundedDecoder.supports(enc)
+                # gzip/deflate: inflated under the cap by the decoder; identity: only counted, inline
+                # (hot path per chunk); other encodings: httpx decodes, the decoder counts.
+                dec = BoundedDecoder(enc if raw else None, self.max_response_bytes, url) if enc else None
+                limit, size = self.max_response_bytes, 0
+                # aiter_raw skips httpx's decoder chain (hot path per chunk).
+                next_chunk = (resp.aiter_raw() if raw else resp.aiter_bytes()).__aiter__().__anext__
+                feed = parser.feed
+                want_items = req.stream
+                read_timeout = self.timeouts.read
+                try:
+                    while True:
+                        # Far from the deadline the read timeout bounds a silence; near it, the deadline
+                        # does (a timer per read only then: it costs CPU on the hot path).
+                        if end is None or end - loop.time() > read_timeout:
+                            chunk = await next_chunk()
+                        else:
+                            async with asyncio.timeout_at(end):
+                                chunk = await next_chunk()
+                        if dec is None:
+                            size += len(chunk)
+                            if size > limit:
+                                raise too_large(url, limit)
+                        else:
+                            chunk = dec.feed(chunk)
+                        feed(chunk, out)
+                        if out:
+                            if want_items:
+                                for item in out:
+                                    yield item
+                            out.clear()
+                except StopAsyncIteration:
+                    pass
+                except TimeoutError as e:
+                    raise deadline_error(url, req.timeout) from e
+                except httpx.HTTPError as e:
+                    raise transport_error(e, url, self.timeouts) from e
+                final: ModelResponse = parser.finish(out)
+                if not want_items:
+                    yield final
+                elif parser.streamed:
+                    for item in out:
+                        yield item
+                    yield final
+                else:
+                    for item in response_items(final):
+                        yield item
+            finally:
+                await resp.aclose()
         finally:
-            await resp.aclose()
+            pool.give(http)
