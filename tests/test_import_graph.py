@@ -117,29 +117,8 @@ def test_the_graph_sees_lazy_and_type_checking_imports() -> None:
     assert "chainreact.types" in graph["chainreact.agent.loop"]
 
 
-# Cycles that existed when this test was written, in areas still being built (issue 9 item 14 asks for none).
-# A cycle is tolerated only while it stays inside one of these sets: a new cycle, or one of these growing,
-# fails. Shrink the list as they are broken; never add to it.
-KNOWN_CYCLES: list[frozenset[str]] = [
-    # lazy imports both ways (function-level) between the compiler and the builtins
-    frozenset({"chainreact.expr.builtins", "chainreact.expr.compiler"}),
-]
-
-
-def new_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    return [c for c in find_cycles(graph) if not any(set(c) <= known for known in KNOWN_CYCLES)]
-
-
-def test_the_known_cycles_do_not_hide_new_ones() -> None:
-    graph = {"chainreact.agent.agent": {"chainreact.agent.loop"},
-             "chainreact.agent.loop": {"chainreact.agent.agent"},
-             "chainreact.expr.builtins": {"chainreact.expr.compiler"},
-             "chainreact.expr.compiler": {"chainreact.expr.builtins"}}
-    assert new_cycles(graph) == [["chainreact.agent.agent", "chainreact.agent.loop"]]
-
-
 def test_no_import_cycles_in_src() -> None:
-    cycles = new_cycles(import_graph())
+    cycles = find_cycles(import_graph())
     if cycles:
         pytest.fail("import cycles in src/ (break each one; see docs/architecture.md):\n"
                     + "\n".join(" <-> ".join(c) for c in cycles))

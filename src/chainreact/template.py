@@ -146,7 +146,7 @@ def _error(e: Exception, ctx: TemplateContext, fld: str | None, expr: str | None
 def _evaluate(text: str, ctx: TemplateContext, strict: bool, fld: str | None, whole: bool) -> Any:
     """Render `text`; with `whole`, a text that is wholly one `${...}` gives the raw value (nil: "")."""
     from .expr import ExprError
-    from .expr.compiler import NIL, STRICT, Scope
+    from .expr.scope import NIL, STRICT, Scope
     from .expr.values import MAX_STRING, to_string
 
     t = _template(text, ctx, fld)

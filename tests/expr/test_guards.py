@@ -11,7 +11,7 @@ import pytest
 
 from chainreact.expr import ExprError, ExprSyntaxError, compile_expr, parse_template
 from chainreact.expr import values as V
-from chainreact.expr.builtins import MAX_INCLUDE
+from chainreact.expr.files import MAX_INCLUDE
 
 
 def run(src: str, **env: object) -> object:

@@ -7,9 +7,10 @@ from functools import lru_cache
 from typing import Any
 
 from .ast import Member, Name
-from .compiler import ERROR, KEEP, NIL, STRICT, Compiler, Fn, Scope
+from .compiler import Compiler, Fn
 from .errors import ExprError, ExprSyntaxError
 from .parser import parse
+from .scope import ERROR, KEEP, NIL, STRICT, Scope
 
 _MODES = {"nil": NIL, "error": ERROR, "strict": STRICT, "keep": KEEP}
 

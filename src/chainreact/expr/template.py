@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from .compiler import KEEP, Scope
 from .errors import ExprError, ExprSyntaxError, UndefinedName
 from .program import Program, compile_expr, mode_of
+from .scope import KEEP, Scope
 from .values import MAX_STRING, to_string
 
 
