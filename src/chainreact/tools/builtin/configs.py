@@ -165,7 +165,7 @@ def parse_config(model: type[M], config: Mapping[str, Any], tool: str) -> M:
 
 
 def _message(err: Any) -> str:
-    msg = str(err.get("msg", "invalid"))
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     if "input" in err and err["type"] not in ("missing",):
         msg += f" (got {_short(err['input'])})"
     return msg
