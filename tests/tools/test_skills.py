@@ -232,3 +232,40 @@ def test_bad_config_names_field() -> None:
         create({"globalDirs": [1, 2]}, None)
     with pytest.raises(ConfigError, match="disabledSkills"):
         create({"disabledSkills": {"a": 1}}, None)
+
+
+# --- names YAML 1.1 reads as booleans (issue 9 item 8) -----------------------------------------------------
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off", "Yes", "OFF"])
+def test_skill_named_like_a_yaml_boolean_loads_as_a_name(tmp_path: Path, word: str) -> None:
+    d = write_skill(tmp_path, "d", f"name: {word}\ndescription: A word\nenabled: yes")
+    s = parse_skill_file(d / "SKILL.md")
+    assert (s.name, s.enabled) == (word, True)
+    assert SkillSet([tmp_path], allow=[word]).names() == [word]
+
+
+@pytest.mark.parametrize(("value", "enabled"), [("no", False), ("off", False), ("On", True), ("true", True),
+                                                ("false", False)])
+def test_enabled_keeps_its_yaml_meaning(tmp_path: Path, value: str, enabled: bool) -> None:
+    d = write_skill(tmp_path, "d", f"name: n\nenabled: {value}")
+    assert parse_skill_file(d / "SKILL.md").enabled is enabled
+
+
+def test_name_true_or_number_is_an_error_saying_quote_it(tmp_path: Path) -> None:
+    from chainreact.tools.skills import SkillParseError
+
+    d = write_skill(tmp_path, "d", "name: true")
+    with pytest.raises(SkillParseError, match=r"'name' must be a str, got bool \(quote it\)"):
+        parse_skill_file(d / "SKILL.md")
+
+
+def test_skills_list_read_as_booleans_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match=r"skill\.config\.skills: .*read as a boolean: quote it"):
+        create({"skills": [True, "git"]}, None)
+
+
+def test_load_yaml_keeps_yes_no_on_off_as_strings() -> None:
+    from chainreact.yamlutil import load_yaml
+
+    assert load_yaml("a: [yes, no, on, off, true, False, 1, 1.5, null]") == {
+        "a": ["yes", "no", "on", "off", True, False, 1, 1.5, None]}

@@ -71,8 +71,11 @@ def parse_skill_file(path: Path) -> Skill:
             )
         import yaml
 
+        from ..yamlutil import load_yaml
+
         try:
-            loaded = yaml.safe_load("".join(lines[1:end]))
+            # YAML 1.2 booleans: a skill named `no`, `on` or `yes` is a name, as in RuleGo (Go yaml.v3).
+            loaded = load_yaml("".join(lines[1:end]))
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 2})" if mark is not None else ""
@@ -92,13 +95,18 @@ def parse_skill_file(path: Path) -> Skill:
     name = meta.get("name", path.parent.name)
     description = meta.get("description", "")
     enabled = meta.get("enabled", True)
+    if meta and not isinstance(enabled, bool):
+        from ..yamlutil import as_bool
+
+        enabled = as_bool(enabled)  # `enabled: yes` / `off` keep their YAML 1.1 meaning
     checks: tuple[tuple[str, Any, type], ...] = (
         ("name", name, str), ("description", description, str), ("enabled", enabled, bool)
     )
     for key, value, typ in checks:
         if not isinstance(value, typ):
             raise SkillParseError(
-                f"{path}: frontmatter field {key!r} must be a {typ.__name__}, got {type(value).__name__}",
+                f"{path}: frontmatter field {key!r} must be a {typ.__name__}, got {type(value).__name__}"
+                + (" (quote it)" if key == "name" else ""),
                 source=str(path),
             )
     name = name.strip()
@@ -134,6 +142,11 @@ def _as_names(value: Any, where: str) -> list[str]:
         return [value]
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return list(value)
+    if isinstance(value, list | tuple) and any(isinstance(v, bool) for v in value):
+        # A YAML 1.1 reader made `yes`/`no`/`on`/`off` booleans; the word itself is lost by now.
+        raise ConfigError(f"{where}: skill names must be strings, got {value!r}; a name like yes, no, on "
+                          "or off was read as a boolean: quote it",
+                          errors=[(where, "a name read as boolean")])
     raise ConfigError(f"{where}: expected a list of skill names, got {value!r}",
                       errors=[(where, "expected a list of skill names")])
 
