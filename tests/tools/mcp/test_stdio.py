@@ -146,6 +146,7 @@ async def test_killed_stdio_server_is_reinitialised_once(tmp_path):
 
 async def test_server_dying_again_after_reinit_gives_tool_error(crashy):
     desc, pidfile = crashy
+    desc["config"]["retryNonIdempotent"] = ["crash"]  # else a call lost after sending is not re-sent
     async with MCPServer.from_descriptor(desc) as server:
         assert await server.call_tool("ping") == "pong"
         with pytest.raises(ToolError, match=r"lost .* again after re-initialising"):

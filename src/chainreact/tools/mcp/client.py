@@ -11,7 +11,15 @@ cancelled cancels its job's scope. `aclose()` may be called from any task.
 
 Session loss (stdio process gone, HTTP 404 "Session terminated", connection refused, broken stream)
 fails the pending jobs with `_SessionLost`; the caller then re-initialises once (a fresh owner and a
-fresh session) and retries the request once.
+fresh session) and retries the request once, unless it is a tool call that had already been sent: that
+one may have run, so it is re-sent only for tools that are idempotent (server hints) or opted in
+(config.retryNonIdempotent). A server that stops answering (no reply to a ping after a call timed out,
+e.g. its stdout reader is stuck) is dropped, so later calls reconnect instead of each waiting its timeout.
+
+The stdio transport decodes with "replace": invalid UTF-8 from a server costs a few U+FFFD characters,
+never the connection. The SDK's own log records (e.g. a traceback per non-JSON line on a server's
+stdout) are routed into the `chainreact.tools.mcp` logger: the first of each kind as one WARNING line,
+repeats at DEBUG, so a noisy server cannot flood the terminal.
 
 The SDK (`mcp` 2.x) is imported inside the owner task only, so `import chainreact` does not load it.
 """
@@ -36,13 +44,16 @@ log = logging.getLogger("chainreact.tools.mcp")
 
 _CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses for a closed transport
 _STOP_GRACE = 10.0  # seconds a stopping owner gets to close its transport before it is cancelled
+PROBE_TIMEOUT = 5.0  # seconds a server gets to answer a ping after a call of it timed out
 
 
 class _SessionLost(Exception):
-    """Internal: the connection died under a request; the caller may re-initialise and retry once."""
+    """Internal: the connection died under a request; the caller may re-initialise and retry once.
+    `sent`: the request may have reached the server (it had started), so it may have run."""
 
-    def __init__(self, cause: BaseException | None):
+    def __init__(self, cause: BaseException | None, *, sent: bool = False):
         self.cause = cause
+        self.sent = sent
         super().__init__(_describe(cause) if cause else "connection closed")
 
 
@@ -61,6 +72,7 @@ class _Job:
     future: asyncio.Future[Any]
     scope: Any = None  # the anyio CancelScope the job runs in, once started
     abandoned: bool = False
+    started: bool = False  # handed to the SDK: the request may have reached the server
 
     def abandon(self) -> None:
         self.abandoned = True
@@ -84,6 +96,8 @@ class _Owner:
     # The spec says to start a new session; the SDK only shows the server's JSON-RPC error, so track it here.
     session_expired: bool = False
     deliberate: bool = False  # stopped by aclose(), not because the session was lost
+    reader_ended: bool = False  # the server's output ended (process gone, reader dead): session lost
+    unreachable: bool = False  # an HTTP request could not connect: nothing was delivered
     task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -121,9 +135,11 @@ class _Owner:
         import anyio
         from mcp import ClientSession
 
+        route_sdk_logs()
         try:
             async with AsyncExitStack() as stack:
                 read, write = await self.backend.open_transport(stack, self)
+                read = _ReadWatch(read, self._reader_ended)
                 cfg = self.backend.cfg
                 info = None
                 if cfg.client_name or cfg.client_version:  # RuleGo's client_name / client_version
@@ -137,7 +153,9 @@ class _Owner:
                 async with anyio.create_task_group() as tg:
                     while True:
                         job = await self.queue.get()
-                        if job is None:
+                        if job is None or self.reader_ended:
+                            if job is not None:
+                                self.queue.put_nowait(job)  # never handed over: failed below as unsent
                             break
                         tg.start_soon(self._run_job, session, job)
                     tg.cancel_scope.cancel()  # closing: in-flight calls end as session losses
@@ -149,18 +167,28 @@ class _Owner:
             log.debug("MCP server %r: session ended: %r", self.backend.cfg.name, self.error)
         finally:
             self.closed = True
-            lost: Exception = _Closed() if self.deliberate else _SessionLost(self.error)
             if not self.ready.done():
-                self.ready.set_exception(lost)
+                self.ready.set_exception(_Closed() if self.deliberate else _SessionLost(self.error))
             pending = list(self.running)
             while not self.queue.empty():
                 job = self.queue.get_nowait()
                 if job is not None:
                     pending.append(job)
             for job in pending:
+                sent = job.started and not self.unreachable  # a refused connection delivered nothing
+                lost = _Closed() if self.deliberate else _SessionLost(self.error, sent=sent)
                 _resolve(job.future, exc=lost)
             if self.stderr is not None:
                 self.stderr.close()
+
+    def _reader_ended(self) -> None:
+        """The transport's read side ended: nothing will answer any more. Stop now, so calls waiting or
+        arriving fail fast (and unsent ones are retried on a new session) instead of timing out."""
+        if self.reader_ended or self.closed:
+            return
+        self.reader_ended = True
+        self.error = self.error or ConnectionResetError("the server's output ended (did it exit?)")
+        self.queue.put_nowait(None)
 
     async def _run_job(self, session: Any, job: _Job) -> None:
         import anyio
@@ -171,20 +199,65 @@ class _Owner:
         try:
             with anyio.CancelScope() as scope:
                 job.scope = scope
+                job.started = True
                 try:
                     with anyio.fail_after(job.timeout):
                         result = await job.op(session)
                 except TimeoutError:
                     _resolve(job.future, exc=_CallTimeout())
                 except Exception as e:
-                    lost = _is_session_loss(e) or (self.session_expired and hasattr(e, "error"))
-                    _resolve(job.future, exc=_SessionLost(e) if lost else e)
+                    # An expired HTTP session refused the request (404), or the server could not be
+                    # reached: it never ran.
+                    expired = self.session_expired and hasattr(e, "error")
+                    lost = _is_session_loss(e) or expired
+                    unsent = expired or self.unreachable
+                    _resolve(job.future, exc=_SessionLost(e, sent=not unsent) if lost else e)
                 else:
                     _resolve(job.future, result=result)
         finally:
             # A job cancelled by the owner's shutdown or crash stays unresolved here; _run resolves it.
             if job.future.done():
                 self.running.discard(job)
+
+
+class _ReadWatch:
+    """The transport's read stream, telling the owner when it ends (EOF or closed under the reader)."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]):
+        self._inner = inner
+        self._on_end = on_end
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _ReadWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _ReadWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # e.g. `last_context`, which the SDK reads duck-typed
+        return getattr(self._inner, name)
 
 
 class SessionBackend:
@@ -194,6 +267,7 @@ class SessionBackend:
         self.cfg = cfg
         self._owner: _Owner | None = None
         self._lock = asyncio.Lock()
+        self._idempotent: set[str] = set()  # tools the server marks readOnlyHint / idempotentHint
 
     # --- the backend interface used by MCPServer ---------------------------------------------------
 
@@ -209,6 +283,9 @@ class SessionBackend:
                 )
                 for t in page.tools:
                     w = to_wire(t)
+                    notes = w.get("annotations") or {}
+                    if notes.get("readOnlyHint") is True or notes.get("idempotentHint") is True:
+                        self._idempotent.add(w["name"])
                     out.append(
                         {
                             "name": w["name"],
@@ -234,8 +311,9 @@ class SessionBackend:
         async def op(session: Any) -> Any:
             return await session.call_tool(name, args)
 
+        resend = self.cfg.may_resend(name, name in self._idempotent)
         try:
-            result = await self._request(op, timeout, what=f"calling tool {name!r}")
+            result = await self._request(op, timeout, what=f"calling tool {name!r}", resend=resend)
         except _CallTimeout:
             raise ToolError(
                 f"MCP tool {name!r} on server {self.cfg.name!r} did not answer within {timeout:g} s "
@@ -251,7 +329,8 @@ class SessionBackend:
 
     # --- connection management ---------------------------------------------------------------------
 
-    async def _request(self, op: Callable[[Any], Awaitable[Any]], timeout: float, what: str) -> Any:
+    async def _request(self, op: Callable[[Any], Awaitable[Any]], timeout: float, what: str,
+                       resend: bool = True) -> Any:
         last: _SessionLost | None = None
         for attempt in (1, 2):
             owner = await self._connected()
@@ -262,8 +341,18 @@ class SessionBackend:
             except asyncio.CancelledError:
                 job.abandon()
                 raise
+            except _CallTimeout:
+                await self._probe(owner)
+                raise
             except _SessionLost as e:
                 last = e
+                if e.sent and not resend:
+                    await self._discard(owner)  # the next call reconnects
+                    raise ToolError(
+                        f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): the session was lost while "
+                        f"{what} after the request was sent ({e}); it may or may not have run, so it was not "
+                        "sent again. If repeating it is safe, list the tool in config.retryNonIdempotent"
+                    ) from None
                 log.info(
                     "MCP server %r: session lost while %s (%s); re-initialising (attempt %d)",
                     self.cfg.name,
@@ -274,7 +363,7 @@ class SessionBackend:
                 await self._discard(owner)
             except _Closed:
                 raise ToolError(f"MCP server {self.cfg.name!r} was closed while {what}") from None
-            except (ToolError, _CallTimeout):
+            except ToolError:
                 raise
             except Exception as e:
                 raise ToolError(f"MCP server {self.cfg.name!r}: {what} failed: {_describe(e)}") from e
@@ -282,6 +371,29 @@ class SessionBackend:
             f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): the session was lost while {what} "
             f"and again after re-initialising: {last}"
         )
+
+    async def _probe(self, owner: _Owner) -> None:
+        """After a timeout: a server that cannot answer a ping either is wedged or its reader is dead;
+        drop the session so later calls start a new one instead of each waiting out its timeout."""
+        if owner.closed:
+            return
+
+        async def ping(session: Any) -> Any:
+            return await session.send_ping()
+
+        job = _Job(op=ping, timeout=min(PROBE_TIMEOUT, self.cfg.list_timeout),
+                   future=asyncio.get_running_loop().create_future())
+        try:
+            owner.submit(job)
+            await job.future
+        except asyncio.CancelledError:
+            job.abandon()
+            raise
+        except Exception as e:
+            log.warning("MCP server %r (%s) does not answer a ping after a call timed out (%s); its session "
+                        "is dropped and the next call starts a new one", self.cfg.name, self.cfg.describe(),
+                        type(e).__name__)
+            await self._discard(owner)
 
     async def _connected(self) -> _Owner:
         async with self._lock:
@@ -322,7 +434,8 @@ class SessionBackend:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             params = StdioServerParameters(
-                command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd
+                command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd,
+                encoding_error_handler="replace",  # invalid UTF-8 must not kill the reader (and the session)
             )
             owner.stderr = _StderrTail(cfg.name)
             streams = await stack.enter_async_context(stdio_client(params, errlog=owner.stderr.writer()))
@@ -358,11 +471,20 @@ class SessionBackend:
 
         # Read timeout: a streamed response may stay silent as long as the longest call may take.
         read = max(300.0, self.cfg.call_timeout + 30.0)
+        class _Transport(httpx2.AsyncHTTPTransport):
+            async def handle_async_request(self, request: Any) -> Any:
+                try:
+                    return await super().handle_async_request(request)
+                except httpx2.ConnectError:
+                    owner.unreachable = True  # the request never left: safe to send again elsewhere
+                    raise
+
         return httpx2.AsyncClient(
             headers=headers,
             auth=auth,
             timeout=httpx2.Timeout(30.0, read=read),
             event_hooks={"response": [record]},
+            transport=_Transport(),
         )
 
 
@@ -491,3 +613,46 @@ def _resolve(fut: asyncio.Future[Any], *, result: Any = None, exc: BaseException
         fut.set_exception(exc)
     else:
         fut.set_result(result)
+
+
+class _SdkLogRouter(logging.Handler):
+    """The SDK's log records, into `chainreact.tools.mcp`: the first of each kind (logger and message) as
+    one WARNING line without traceback, every repeat (and the tracebacks) at DEBUG."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seen: set[tuple[str, str]] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            key = (record.name, str(record.msg))
+            first = key not in self.seen
+            if first and len(self.seen) < 1000:
+                self.seen.add(key)
+            exc = record.exc_info[1] if record.exc_info else None
+            detail = ""
+            if exc is not None:
+                text = str(exc).strip().splitlines()
+                detail = f" ({type(exc).__name__}: {text[0] if text else ''})"
+            if first and record.levelno >= logging.WARNING:
+                log.warning("MCP SDK %s: %s%s [repeats are logged at DEBUG]", record.name,
+                            record.getMessage(), detail)
+            elif log.isEnabledFor(logging.DEBUG):
+                log.debug("MCP SDK %s: %s", record.name, record.getMessage(), exc_info=record.exc_info)
+        except Exception:  # a log handler must never raise
+            self.handleError(record)
+
+
+_router: _SdkLogRouter | None = None
+
+
+def route_sdk_logs() -> None:
+    """Install the router on the SDK's `mcp` logger once, unless the application configured that logger
+    itself (then its handlers decide)."""
+    global _router
+    sdk = logging.getLogger("mcp")
+    if _router is not None or sdk.handlers:
+        return
+    _router = _SdkLogRouter()
+    sdk.addHandler(_router)
+    sdk.propagate = False
