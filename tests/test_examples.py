@@ -31,6 +31,8 @@ EXPECTED = {
     "state_basic.py": ["last 2 -> ['assistant']", "last 3 -> ['assistant', 'tool', 'assistant']",
                        "recall -> The user prefers window seats", "still to run ['ask_user']",
                        "events after 1 -> ['interrupted']"],
+    "tools_typed.py": ['"format": "date"', "tool: Error: invalid arguments for place_order: $.deliver_on:",
+                       "tool: ordered 3 units for Friday 04 December 2026", "answer: Done"],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",
                        'Reading 35.5 from {"temperature":71,"unit":"C"}', "config: {'timeout': 30,",
                        "Hello ${env('HOME')}, agent 2", "error: invalid operation: string + int"],
