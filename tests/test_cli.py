@@ -126,7 +126,8 @@ def test_validate_tells_documents_apart_by_shape(tmp_path: Path) -> None:
     chain = tmp_path / "chain.json"
     chain.write_text(json.dumps({"ruleChain": {"id": "c1"}, "metadata": {"nodes": []}}))
     flow = tmp_path / "flow.yaml"
-    flow.write_text("nodes:\n  - {name: support, type: aiagent, start: true}\n")
+    flow.write_text("nodes:\n  - {name: support, type: aiagent, start: true, userMessage: '{{userInput}}',\n"
+                    "     output: {schema: {type: object}}}\n")
     agent = tmp_path / "agent.yaml"
     agent.write_text("systemPrompt: hi\n")
     r = cli("validate", str(chain), str(flow), str(agent))

@@ -1,0 +1,164 @@
+"""Loading and checking a flow document: every problem at once, each with its JSON path.
+
+Shape errors come from the pydantic models; the cross-node checks run on the raw document next to them
+(so one run reports a misspelt field *and* a transition to a missing node): unique node names, at most
+one start node, transitions and outcome transitions that name an existing node, conditions and templates
+that parse, `output.schema` that is a usable JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import ConfigError
+from ..expr import ExprSyntaxError
+from .exprs import compile_condition, compile_template
+from .llm import PROVIDERS
+from .model import NODE_TYPES, FlowDef
+
+# Node fields that are `{{...}}` templates.
+_TEMPLATE_FIELDS = ("userMessage", "systemMessage", "userIdentityExpression", "answerMessage", "message",
+                    "input")
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    out = "$"
+    prev: Any = None
+    for i, part in enumerate(loc):
+        # A discriminated union puts the tag in the location: $.nodes[0].aiagent.output -> drop it.
+        if i >= 2 and loc[i - 2] == "nodes" and isinstance(prev, int) and part in NODE_TYPES:
+            prev = part
+            continue
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        prev = part
+    return out
+
+
+def _shape_errors(e: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for err in e.errors():
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (docs/flows.md lists the fields of each node kind)"
+        elif err["type"] == "union_tag_invalid":
+            msg = f"unknown node type; expected one of {', '.join(NODE_TYPES)}"
+        out.append((_path(tuple(err["loc"])), msg))
+    return out
+
+
+def _check_transition(t: Any, where: str, names: set[str], errors: list[tuple[str, str]]) -> None:
+    if not isinstance(t, dict) or t.get("end") is True:
+        return
+    target = t.get("targetId")
+    if isinstance(target, str) and target not in names:
+        known = ", ".join(sorted(names)) or "none"
+        errors.append((f"{where}.targetId", f"no node named {target!r} in this flow (nodes: {known})"))
+
+
+def _check_schema(schema: Any, where: str, errors: list[tuple[str, str]]) -> None:
+    from ..tools.jsonschema_lite import compile_schema
+
+    if not isinstance(schema, dict):
+        return  # the shape check already reports it
+    try:
+        compile_schema(schema)
+    except Exception as e:  # SchemaError, or a keyword of the wrong type the compiler tripped over
+        errors.append((where, f"not a valid JSON Schema: {e}"))
+
+
+def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+    errors: list[tuple[str, str]] = []
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list):
+        return errors
+    names: set[str] = set()
+    starts: list[str] = []
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            continue
+        name = node.get("name")
+        if isinstance(name, str):
+            if name in names:
+                errors.append((f"$.nodes[{i}].name", f"duplicate node name {name!r}"))
+            names.add(name)
+        if node.get("start") is True:
+            starts.append(f"$.nodes[{i}]")
+    if len(starts) > 1:
+        errors.append((starts[1] + ".start", f"more than one start node ({', '.join(starts)})"))
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            continue
+        at = f"$.nodes[{i}]"
+        _check_transition(node.get("transition"), f"{at}.transition", names, errors)
+        for field in _TEMPLATE_FIELDS:
+            text = node.get(field)
+            if isinstance(text, str):
+                try:
+                    compile_template(text)
+                except ExprSyntaxError as e:
+                    errors.append((f"{at}.{field}", f"expression does not parse: {e}"))
+        memory = node.get("memory")
+        if isinstance(memory, dict) and isinstance(memory.get("memoryId"), str):
+            try:
+                compile_template(memory["memoryId"])
+            except ExprSyntaxError as e:
+                errors.append((f"{at}.memory.memoryId", f"expression does not parse: {e}"))
+        llm = node.get("llmConfig")
+        if isinstance(llm, dict) and not llm.get("url") and isinstance(llm.get("provider"), str) \
+                and not PROVIDERS.get(llm["provider"].lower()):
+            known = ", ".join(p for p, u in PROVIDERS.items() if u)
+            errors.append((f"{at}.llmConfig.provider", f"unknown provider {llm['provider']!r} (or one "
+                           f"that needs a URL): give llmConfig.url, or one of {known}"))
+        output = node.get("output")
+        if isinstance(output, dict):
+            _check_schema(output.get("schema"), f"{at}.output.schema", errors)
+        outcomes = node.get("agentOutcomes")
+        if isinstance(outcomes, list):
+            for j, oc in enumerate(outcomes):
+                if not isinstance(oc, dict):
+                    continue
+                cond = oc.get("condition")
+                if isinstance(cond, str):
+                    try:
+                        compile_condition(cond)
+                    except ExprSyntaxError as e:
+                        errors.append((f"{at}.agentOutcomes[{j}].condition", f"does not parse: {e}"))
+                _check_transition(oc.get("transition"), f"{at}.agentOutcomes[{j}].transition", names,
+                                  errors)
+    return errors
+
+
+def load_flow(data: Any, *, source: str | None = None) -> FlowDef:
+    """The flow of a parsed document, or ConfigError whose `errors` lists every (JSON path, message)."""
+    where = source or "<flow>"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: $: expected a flow object {{\"nodes\": [...]}}", source=source,
+                          errors=[("$", "expected an object")])
+    errors: list[tuple[str, str]] = []
+    flow: FlowDef | None = None
+    try:
+        flow = FlowDef.model_validate(data)
+    except ValidationError as e:
+        errors.extend(_shape_errors(e))
+    errors.extend(_semantic_errors(data))
+    if errors or flow is None:
+        lines = "\n".join(f"  {p}: {m}" for p, m in errors)
+        raise ConfigError(f"{where}: invalid flow ({len(errors)} problem(s)):\n{lines}", source=source,
+                          errors=errors)
+    return flow
+
+
+def validate(data: Any, *, source: str | None = None) -> str:
+    """`chainreact validate`'s hook: a one-line summary, or ConfigError listing every problem."""
+    flow = load_flow(data, source=source)
+    kinds: dict[str, int] = {}
+    for n in flow.nodes:
+        kinds[n.type] = kinds.get(n.type, 0) + 1
+    parts = ", ".join(f"{v} {k}" for k, v in kinds.items())
+    return f"{flow.id or flow.name or '(no id)'!r}, {len(flow.nodes)} node(s) ({parts}), " \
+           f"start {flow.start_node.name!r}"
+
+
+__all__ = ["load_flow", "validate"]
