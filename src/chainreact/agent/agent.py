@@ -73,7 +73,7 @@ class Agent:
         get_failover_model: Callable[[Exception], Any] | None = None,
         checkpoint: CheckpointFn | None = None,
     ):
-        cfg = config if isinstance(config, AgentConfig) else AgentConfig.model_validate(dict(config or {}))
+        cfg = config if isinstance(config, AgentConfig) else _validated_config(config or {})
         update: dict[str, Any] = {}
         if isinstance(model, str):
             update["model"] = model
@@ -369,6 +369,41 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} model={self.config.model!r}>"
+
+
+def _validated_config(data: Mapping[str, Any]) -> AgentConfig:
+    """`Agent(config={...})` is checked like a document, but strictly: a misspelt key is an error here
+    (in Python a typo is a bug), naming the key, its path and the closest field."""
+    import difflib
+
+    from pydantic import BaseModel, ValidationError
+
+    from ..errors import ConfigError
+
+    try:
+        cfg = AgentConfig.model_validate(dict(data))
+    except ValidationError as e:
+        problems = [f"config.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()]
+        raise ConfigError("Agent(config=...): invalid configuration: " + "; ".join(problems[:5]),
+                          errors=[(p.split(":", 1)[0], p.split(": ", 1)[1]) for p in problems]) from None
+    unknown: list[str] = []
+
+    def walk(model: BaseModel, path: str) -> None:
+        for key in model.model_extra or {}:
+            close = difflib.get_close_matches(key, list(type(model).model_fields), n=1)
+            unknown.append(f"{path}.{key}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        for name in type(model).model_fields:
+            value = getattr(model, name)
+            for i, item in enumerate(value if isinstance(value, list) else [value]):
+                if isinstance(item, BaseModel):
+                    walk(item, f"{path}.{name}[{i}]" if isinstance(value, list) else f"{path}.{name}")
+
+    walk(cfg, "config")
+    if unknown:
+        raise ConfigError(f"Agent(config=...): unknown field(s): {', '.join(unknown)}; the field names are "
+                          "the document's (camelCase, e.g. maxStep, systemPrompt)",
+                          errors=[(u.split(" ")[0], "unknown field") for u in unknown])
+    return cfg
 
 
 def _strings(obj: Any) -> Iterable[str]:
