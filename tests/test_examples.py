@@ -23,6 +23,8 @@ EXPECTED = {
                              "answer: Hello from the backup.", "backup saw: Bearer sk-backup",
                              "error: $.configuration.failover[0].url -> '${global.backup_url}' uses "
                              "global.backup_url, which is not defined"],
+    "agent_resume.py": ["stop_reason: interrupted; asks: Celsius or Fahrenheit? {'enum': ['C', 'F']}",
+                        "checkpoint: interrupted", "resumed: It is 70 F in Lyon. (weather ran 1 time)"],
     "agent_extensions.py": ["retry: attempt 1 failed (503), retrying", "deploy | roll out ok;",
                             "final (return_directly): api deployed; Sunny in Lyon",
                             "system prompt sent: You run operations. (ticket T-7)",
