@@ -250,3 +250,18 @@ def test_unserialisable_default_and_unknown_type() -> None:
         return ""
 
     assert f.parameters["properties"]["x"] == {}
+
+
+def test_local_types_resolve_only_from_the_defining_function() -> None:
+    class Local(BaseModel):
+        v: int
+
+    def f(x: Local) -> str:
+        return ""
+
+    def wrapper_elsewhere(fn: Callable[..., object]) -> FunctionTool:
+        Local = int  # noqa: F841 - a caller's local of the same name must not be picked up
+        return FunctionTool(fn)
+
+    t = wrapper_elsewhere(f)
+    assert t.parameters["properties"]["x"]["properties"] == {"v": {"type": "integer"}}

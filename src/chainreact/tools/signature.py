@@ -154,7 +154,7 @@ def _resolve_hints(fn: Callable[..., Any], sig: inspect.Signature, tool_name: st
     under TYPE_CHECKING; any other name that cannot be resolved is a TypeError naming the parameter."""
     globalns = getattr(fn, "__globals__", {})
     localns = {} if ctx_type.__name__ in globalns else {ctx_type.__name__: ctx_type}
-    localns.update(_definer_locals())
+    localns.update(_definer_locals(fn))
     try:
         return typing.get_type_hints(fn, localns=localns, include_extras=True)
     except Exception:
@@ -184,15 +184,20 @@ def _resolve_hints(fn: Callable[..., Any], sig: inspect.Signature, tool_name: st
     return hints
 
 
-def _definer_locals() -> dict[str, Any]:
-    """The local names of the code that applied `@tool`: a function defined inside another may name types
-    local to it (string annotations cannot see them otherwise). Module level gives nothing extra."""
+def _definer_locals(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The local names of the function that defined `fn`: a tool defined inside another function may name
+    types local to it (string annotations cannot see them otherwise). Only that frame counts (found by
+    `fn`'s code object among its constants), never a caller that merely wraps `fn` (e.g. chainreact's own
+    descriptor loading); a module-level `fn` gives nothing extra."""
+    code = getattr(fn, "__code__", None)
     frame = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("chainreact.tools"):
+    for _ in range(16):
+        if frame is None or code is None:
+            return {}
+        if code in frame.f_code.co_consts:
+            return {} if frame.f_locals is frame.f_globals else dict(frame.f_locals)
         frame = frame.f_back  # type: ignore[assignment]
-    if frame is None or frame.f_locals is frame.f_globals:
-        return {}
-    return dict(frame.f_locals)
+    return {}
 
 
 def _is_ctx(ann: Any, ctx_type: type) -> bool:
