@@ -14,12 +14,11 @@ Workloads, each on both backends:
   random ones.
 - **checkpoint** (chainreact only): `save_run` of an 8-message run snapshot, and `load_run`.
 - **checkpoint share of a run**: runs of a chainreact Agent (3 tool steps, 4 model calls) against the
-  scripted server (`chainreact fake-llm --responder tool-steps:3`, its own process), without and with a
-  middleware that saves a full RunSnapshot after every model call and after every tool call (7 saves
-  per run), and with a middleware that has the same hooks and does nothing. The extra CPU of this
-  process, as a share of the checkpointing run's CPU, is the cost of checkpointing: "all" against the
-  plain agent, "saves only" against the no-op middleware (what the loop's own checkpointing, not built
-  yet, would cost without a middleware).
+  scripted server (`chainreact fake-llm --responder tool-steps:3`, its own process), without and with
+  the loop's checkpoint hook saving a RunSnapshot to the store at every safe point (6 per run:
+  `chainreact.state.runs.StoreCheckpointer`). The CPU spent inside the saves, as a share of the
+  checkpointing runs' CPU, is the cost; the difference between the two kinds of run is printed too
+  (noisier on a shared machine).
 
 Measures: appends per second (wall clock, one task, awaited one by one: the latency a run waits for),
 p50/p99 latency of append and of the window read, and CPU per append (`time.process_time`, this
@@ -100,61 +99,13 @@ async def checkpoint_workload(url: str, n: int) -> dict[str, float]:
             "snapshot_bytes": len(json.dumps(snap))}
 
 
-def checkpointer(store: Any) -> Any:
-    """A middleware saving a RunSnapshot at each safe point: after a model call, after a tool call."""
-    from chainreact.agent.middleware import Middleware
-    from chainreact.state.checkpoint import save_snapshot
-
-    class Checkpointer(Middleware):
-        def __init__(self) -> None:
-            self.current: dict[str, RunSnapshot] = {}  # by run id
-            self.cpu = 0.0  # CPU spent building and saving snapshots (process-wide clock)
-
-        async def save(self, snap: RunSnapshot) -> None:
-            cpu = time.process_time()
-            await save_snapshot(store, snap)
-            self.cpu += time.process_time() - cpu
-
-        async def after_model(self, state: Any) -> None:
-            cpu = time.process_time()
-            pending = list(state.messages[-1].tool_calls or [])
-            snap = RunSnapshot(state.run_id, "running", state.step, list(state.messages), pending, {})
-            self.current[state.run_id] = snap
-            self.cpu += time.process_time() - cpu
-            await self.save(snap)
-
-        def wrap_tool_call(self, call: Any, info: Any) -> Any:
-            async def wrapped(args: dict[str, Any]) -> Any:
-                out = await call(args)
-                snap = self.current[info.ctx.run_id]
-                snap.completed_tool_results[info.call_id] = ToolOutcome(out.content, out.is_error)
-                await self.save(snap)
-                return out
-            return wrapped
-
-    return Checkpointer()
-
-
-def noop_middleware() -> Any:
-    """The same hooks doing nothing: separates the middleware's own cost from the saves'."""
-    from chainreact.agent.middleware import Middleware
-
-    class Noop(Middleware):
-        async def after_model(self, state: Any) -> None:
-            return None
-
-        def wrap_tool_call(self, call: Any, info: Any) -> Any:
-            async def wrapped(args: dict[str, Any]) -> Any:
-                return await call(args)
-            return wrapped
-
-    return Noop()
-
-
 async def checkpoint_share(url: str, runs: int, reps: int) -> dict[str, float]:
+    """A chainreact Agent's runs without and with the loop's checkpoint hook saving to the store
+    (`chainreact.state.runs.StoreCheckpointer`), the CPU spent inside the saves counted as they happen."""
     import subprocess
 
-    from chainreact.agent import Agent
+    from chainreact.agent import Agent, Checkpoint
+    from chainreact.state.runs import StoreCheckpointer
     from chainreact.tools import tool
 
     @tool
@@ -162,50 +113,50 @@ async def checkpoint_share(url: str, runs: int, reps: int) -> dict[str, float]:
         """Add two integers."""
         return a + b
 
+    spent = {"cpu": 0.0, "saves": 0.0}
+
+    class Timed(StoreCheckpointer):
+        async def __call__(self, cp: Checkpoint) -> None:
+            cpu = time.process_time()
+            await super().__call__(cp)
+            spent["cpu"] += time.process_time() - cpu
+            spent["saves"] += 1
+
     proc = subprocess.Popen([sys.executable, "-m", "chainreact", "fake-llm", "--responder", "tool-steps:3"],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         llm = proc.stdout.readline().strip()
         async with await open_store(url) as store:
-            plain = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
+            agent = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
                           tools=[add])
-            mw = checkpointer(store)
-            ckpt = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
-                         tools=[add], middleware=[mw])
-            noop = Agent(name="bench", instruction="Add numbers.", url=llm, model="fake-model", key="x",
-                         tools=[add], middleware=[noop_middleware()])
 
-            async def batch(agent: Any) -> float:
+            async def batch(checkpointing: bool) -> float:
                 cpu = time.process_time()
                 for _ in range(runs):
-                    result = await agent.run("Add them up.")
+                    hook = Timed(store) if checkpointing else None
+                    result = await agent.run("Add them up.", checkpoint=hook)
                     assert "All 3 tool steps are done" in result.content, result.content
                 return (time.process_time() - cpu) / runs
 
-            agents = {"plain": plain, "noop": noop, "ckpt": ckpt}
-            for agent in agents.values():
-                await batch(agent)  # warm-up
-            cpu: dict[str, list[float]] = {k: [] for k in agents}
-            mw.cpu = 0.0
-            for _ in range(reps):  # interleaved, so drift on the shared machine hits all alike
-                for k, agent in agents.items():
-                    cpu[k].append(await batch(agent))
-            in_saves = mw.cpu / (reps * runs)  # per run
-            saved = (await store.runs(limit=1))[0]
-            for agent in agents.values():
-                await agent.aclose()
+            await batch(False)
+            await batch(True)  # warm-up
+            cpu: dict[bool, list[float]] = {False: [], True: []}
+            spent.update(cpu=0.0, saves=0.0)
+            for _ in range(reps):  # interleaved, so drift on the shared machine hits both alike
+                for mode in (False, True):
+                    cpu[mode].append(await batch(mode))
+            await agent.aclose()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    p, n, c = (statistics.median(cpu[k]) for k in ("plain", "noop", "ckpt"))
-    # Differences within a repetition (same moment on the machine), then their median.
-    d_all = statistics.median(x - y for x, y in zip(cpu["ckpt"], cpu["plain"], strict=True))
-    d_saves = statistics.median(x - y for x, y in zip(cpu["ckpt"], cpu["noop"], strict=True))
-    return {"run_cpu_ms": p * 1000, "run_cpu_noop_ms": n * 1000, "run_cpu_ckpt_ms": c * 1000,
-            "share": d_all / c, "share_saves": d_saves / c, "saves_per_run": saved.version,
-            "share_in_saves": in_saves / statistics.mean(cpu["ckpt"]),
-            "save_cpu_in_run_us": in_saves / saved.version * 1e6}
+    p, c = statistics.median(cpu[False]), statistics.median(cpu[True])
+    d = statistics.median(x - y for x, y in zip(cpu[True], cpu[False], strict=True))  # paired by repetition
+    n = reps * runs
+    return {"run_cpu_ms": p * 1000, "run_cpu_ckpt_ms": c * 1000, "share": d / c,
+            "saves_per_run": spent["saves"] / n,
+            "share_in_saves": spent["cpu"] / n / statistics.mean(cpu[True]),
+            "save_cpu_in_run_us": spent["cpu"] / max(1.0, spent["saves"]) * 1e6}
 
 
 # ---------------------------------------------------------------------------- append workloads
@@ -444,17 +395,17 @@ def markdown(results: dict[str, Any]) -> str:
                    f"{r['append_p50_ms']:.2f} / {r['append_p99_ms']:.2f} | {r['append_cpu_us']:.0f} | "
                    f"{r['read_p50_ms']:.2f} / {r['read_p99_ms']:.2f} |")
     out += ["", "| backend | checkpoint saves/s | save p50 / p99 ms | CPU/save µs | load p50 / p99 ms "
-            "| snapshot | run CPU ms (plain / no-op middleware / checkpointing) | saves/run "
-            "| checkpoint share of run CPU: measured inside the saves (difference: vs plain / vs no-op) |",
-            "|---|---:|---|---:|---|---:|---|---:|---|"]
+            "| snapshot | run CPU ms (plain / checkpointed) | saves/run | CPU/save in a run µs "
+            "| checkpoint share of run CPU: inside the saves (difference of runs) |",
+            "|---|---:|---|---:|---|---:|---|---:|---:|---|"]
     for r in rows:
         if r["shape"] == "checkpoint":
             out.append(f"| {r['backend']} | {r['saves_per_s']:,.0f} | {r['save_p50_ms']:.2f} / "
                        f"{r['save_p99_ms']:.2f} | {r['save_cpu_us']:.0f} | {r['load_p50_ms']:.2f} / "
                        f"{r['load_p99_ms']:.2f} | {r['snapshot_bytes']} B | {r['run_cpu_ms']:.2f} / "
-                       f"{r['run_cpu_noop_ms']:.2f} / {r['run_cpu_ckpt_ms']:.2f} | {r['saves_per_run']} | "
-                       f"**{r['share_in_saves'] * 100:.1f} %** ({r['share'] * 100:.1f} % / "
-                       f"{r['share_saves'] * 100:.1f} %) |")
+                       f"{r['run_cpu_ckpt_ms']:.2f} | {r['saves_per_run']:.0f} | "
+                       f"{r['save_cpu_in_run_us']:.0f} | "
+                       f"**{r['share_in_saves'] * 100:.1f} %** ({r['share'] * 100:.1f} %) |")
     return "\n".join(out)
 
 

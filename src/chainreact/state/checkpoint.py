@@ -20,7 +20,7 @@ from .codec import message_from_dict, message_to_dict
 from .errors import StateError
 
 FORMAT = 1
-QUESTION_KINDS = ("ask_user", "approval")
+QUESTION_KINDS = ("ask_user", "approval")  # the kinds chainreact answers specially; others are allowed
 
 
 @dataclass(slots=True)
@@ -123,9 +123,9 @@ class RunSnapshot:
             completed[k] = ToolOutcome(v["content"], bool(v.get("is_error", False)))
         questions = []
         for i, q in enumerate(_list(data, "questions", bad)):
-            if not (isinstance(q, dict) and isinstance(q.get("id"), str) and q.get("kind") in QUESTION_KINDS):
-                raise bad(f"$.questions[{i}]",
-                          f"expected {{id, kind}} with kind one of {', '.join(QUESTION_KINDS)}")
+            if not (isinstance(q, dict) and isinstance(q.get("id"), str) and isinstance(q.get("kind"), str)
+                    and q["kind"]):
+                raise bad(f"$.questions[{i}]", "expected {id, kind} (kind: ask_user, approval or your own)")
             questions.append(Question(q["id"], q["kind"], q.get("question") or "", q.get("schema"),
                                       q.get("tool"), q.get("arguments")))
         extra = data.get("extra")
@@ -170,8 +170,9 @@ def check_answers(snap: RunSnapshot, answers: dict[str, Any] | None) -> dict[str
     """Answers to an interrupted run's questions, checked; returns them normalised, or raises StateError
     naming the question and what is wrong (nothing is changed either way).
 
-    Keys are question ids; every question needs an answer. An `ask_user` answer must match the
-    question's JSON schema (a string when it has none). An `approval` answer is `{"approve": true}`,
+    Keys are question ids; every question needs an answer. An answer must match the question's JSON
+    schema (for `ask_user` without one: a string; for other kinds without one: anything). An `approval`
+    answer is `{"approve": true}`,
     `{"approve": false, "reason": "..."}` or `{"arguments": {...}}` (edited arguments, approved; the
     agent checks them against the tool's schema), or the shorthands true / false / "approve" / "reject";
     it is normalised to `{"approve": bool, "reason": str | None, "arguments": dict | None}`.
@@ -191,8 +192,10 @@ def check_answers(snap: RunSnapshot, answers: dict[str, Any] | None) -> dict[str
     out: dict[str, Any] = {}
     for qid, q in asked.items():
         a = answers[qid]
-        if q.kind == "ask_user":
-            schema = q.schema if q.schema is not None else {"type": "string"}
+        if q.kind != "approval":
+            schema: Any = q.schema
+            if schema is None:
+                schema = {"type": "string"} if q.kind == "ask_user" else True
             errors = validate(a, schema)
             if errors:
                 raise StateError(f"{where}: the answer to {qid!r} ({q.question!r}) does not match the asked "

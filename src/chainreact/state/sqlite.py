@@ -417,28 +417,28 @@ class SQLiteStore(Store):
 
     async def _save_run(self, run_id: str, data: str, status: str, agent: str | None, session: str | None,
                         expect_version: int | None, now: float) -> int:
-        upsert = (
-            "INSERT INTO runs (run_id, status, version, snapshot, agent, session_key, created_at, "
-            "updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
-            "status = excluded.status, version = runs.version + 1, snapshot = excluded.snapshot, "
-            "agent = coalesce(excluded.agent, runs.agent), "
-            "session_key = coalesce(excluded.session_key, runs.session_key), "
-            "updated_at = excluded.updated_at RETURNING version")
-        params = (run_id, status, data, agent, session, now, now)
+        set_ = ("status = ?, snapshot = ?, agent = coalesce(?, runs.agent), "
+                "session_key = coalesce(?, runs.session_key), updated_at = ?, version = runs.version + 1")
+        if expect_version:  # that checkpoint only: never insert
+            sql = f"UPDATE runs SET {set_} WHERE run_id = ? AND version = ? RETURNING version"
+            params: tuple[Any, ...] = (status, data, agent, session, now, run_id, expect_version)
+        else:  # 0: only a run with no checkpoint yet; None: any
+            sql = ("INSERT INTO runs (run_id, status, version, snapshot, agent, session_key, created_at, "
+                   f"updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET {set_}"
+                   + (" WHERE runs.version = 0" if expect_version == 0 else "") + " RETURNING version")
+            params = (run_id, status, data, agent, session, now, now, status, data, agent, session, now)
 
         def run() -> int:
-            if expect_version is None:  # one statement: atomic on its own, no BEGIN/COMMIT round
-                c = self._c
-                version = int(c.execute(upsert, params).fetchone()[0])
-                self._committed(c)
-                return version
-            with self._write() as c:
-                row = c.execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-                current = int(row[0]) if row else 0
-                if current != expect_version:
-                    raise RunConflictError(f"run {run_id!r}: checkpoint version is {current}, expected "
-                                           f"{expect_version} (another process saved it); nothing saved")
-                return int(c.execute(upsert, params).fetchone()[0])
+            # One statement, atomic on its own (no BEGIN/COMMIT round); the version check is in it.
+            c = self._c
+            rows = c.execute(sql, params).fetchall()  # stepped to the end: the statement commits here
+            self._committed(c)
+            row = rows[0] if rows else None
+            if row is None:
+                cur = c.execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                raise RunConflictError(f"run {run_id!r}: checkpoint version is {int(cur[0]) if cur else 0}, "
+                                       f"expected {expect_version} (another process saved it); nothing saved")
+            return int(row[0])
         return await self._call(run, inline=True)
 
     _RUN_COLS = "run_id, status, version, agent, session_key, last_event_id, created_at, updated_at"

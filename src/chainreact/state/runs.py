@@ -1,0 +1,102 @@
+"""Runs with a store: the agent's safe points saved as RunSnapshots, and runs resumed from them.
+
+    result = await run_with_store(agent, store, "weather in Lyon?", session="s1")
+    if result.stop_reason == "interrupted":
+        ...  # later, maybe in another process:
+    result = await resume_with_store(agent, store, result.metadata["run_id"], {"call_2": "C"})
+
+The agent knows no store (agent/interrupt.py): it awaits a checkpoint function at every safe point and
+takes a `Resume`. This module is that function and that `Resume`, over `chainreact.state`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..agent import Agent, Checkpoint, Resume, RunResult
+from ..tools.base import ToolOutput
+from .base import Store
+from .checkpoint import Question, RunSnapshot, ToolOutcome, prepare_resume, save_snapshot
+
+
+def snapshot_of(cp: Checkpoint, *, session: str | None = None) -> RunSnapshot:
+    """The agent's checkpoint as a RunSnapshot (the messages copied: the loop's list lives on)."""
+    return RunSnapshot(
+        run_id=cp.run_id, status="interrupted" if cp.point == "interrupted" else "running", step=cp.step,
+        messages=list(cp.messages), pending_tool_calls=list(cp.pending),
+        completed_tool_results={k: ToolOutcome(v.content, v.is_error) for k, v in cp.completed.items()},
+        questions=[Question(q.id, q.kind, q.question, q.schema, q.tool, q.arguments) for q in cp.questions],
+        agent=cp.agent, session=session, extra={"point": cp.point})
+
+
+class StoreCheckpointer:
+    """The agent's checkpoint function: saves each safe point, each save expecting the version of the one
+    before (the first expects none, or the version a resume started from), so two processes going on
+    with one run cannot both save: the second gets RunConflictError."""
+
+    def __init__(self, store: Store, *, session: str | None = None, version: int = 0):
+        self.store = store
+        self.session = session
+        self.version = version
+        self.last: RunSnapshot | None = None
+
+    async def __call__(self, cp: Checkpoint) -> None:
+        snap = snapshot_of(cp, session=self.session)
+        self.version = await save_snapshot(self.store, snap, expect_version=self.version)
+        self.last = snap
+
+    async def finish(self, result: RunResult | None, run_id: str | None, agent: str,
+                     error: BaseException | None = None) -> None:
+        """The run's last save: done (with the final messages), failed, or left interrupted."""
+        if result is not None and result.stop_reason == "interrupted":
+            return  # the `interrupted` safe point is already saved
+        if result is not None:
+            run_id = str(result.metadata.get("run_id") or run_id or "")
+            snap = RunSnapshot(run_id, "cancelled" if result.stop_reason == "cancelled" else "done",
+                               result.steps, list(result.messages), agent=agent, session=self.session,
+                               extra={"stop_reason": result.stop_reason, "content": result.content})
+        elif self.last is not None:
+            snap = self.last
+            snap.status = "failed"
+            snap.extra = {**snap.extra, "error": f"{type(error).__name__}: {error}"}
+        else:
+            return  # failed before its first safe point: nothing to resume from
+        if snap.run_id:
+            self.version = await save_snapshot(self.store, snap, expect_version=self.version)
+
+
+async def run_with_store(agent: Agent, store: Store, input: Any = None, *, session: str | None = None,
+                         **kwargs: Any) -> RunResult:
+    """`agent.run(input)` with a checkpoint saved at every safe point and a final status (done, failed,
+    cancelled, or interrupted with its questions). The run id is `result.metadata["run_id"]`."""
+    ckpt = StoreCheckpointer(store, session=session)
+    try:
+        result = await agent.run(input, checkpoint=ckpt, **kwargs)
+    except Exception as e:
+        await ckpt.finish(None, None, agent.name, e)
+        raise
+    await ckpt.finish(result, None, agent.name)
+    return result
+
+
+async def resume_with_store(agent: Agent, store: Store, run_id: str, answers: dict[str, Any] | None = None,
+                            **kwargs: Any) -> RunResult:
+    """Go on with a run from its last checkpoint: an interrupted one with `answers` (by question id), or
+    one whose process died. Everything is checked before anything runs (see `prepare_resume`); the run
+    is then claimed (saved as running, expecting the loaded version) so a second resumer fails with
+    RunConflictError; completed tool calls are never run again."""
+    snap, version, checked = await prepare_resume(store, run_id, answers)
+    snap.status, snap.questions = "running", []
+    version = await save_snapshot(store, snap, expect_version=version)
+    resume = Resume(snap.messages, snap.step, snap.pending_tool_calls,
+                    {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()},
+                    checked, run_id)
+    ckpt = StoreCheckpointer(store, session=snap.session, version=version)
+    ckpt.last = snap
+    try:
+        result = await agent.run(resume=resume, checkpoint=ckpt, **kwargs)
+    except Exception as e:
+        await ckpt.finish(None, run_id, agent.name, e)
+        raise
+    await ckpt.finish(result, run_id, agent.name)
+    return result
