@@ -113,6 +113,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ON DELETE CASCADE, model text NOT NULL, vector bytea NOT NULL)",
         ),
     ),
+    Migration(
+        5, "no index on sessions.updated_at",
+        # Every append updates updated_at; without an index on it PostgreSQL updates the row in place
+        # (HOT): append p50 went from 1.6-2.1 to 0.4-0.5 ms over 1,000 sessions. Listing sessions by
+        # recency sorts instead, which is cheap for the thousands of sessions a store holds.
+        sqlite=("DROP INDEX sessions_updated",),
+        postgres=("DROP INDEX sessions_updated",),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version
