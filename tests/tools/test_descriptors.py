@@ -85,3 +85,11 @@ def test_document_schema_covers_descriptor_parts(tool: dict[str, Any], valid: bo
     jsonschema.Draft202012Validator.check_schema(schema)
     assert jsonschema.Draft202012Validator(schema).is_valid(_doc(tool)) is valid
     json.dumps(schema)  # printable as `chainreact schema`
+
+
+async def test_mcp_descriptor_errors_name_the_document_entry() -> None:
+    doc = {"url": "http://127.0.0.1:1/v1", "model": "m", "tools": [
+        "read", {"type": "mcp", "config": {"server": "self", "callTimeout": -1}}]}
+    with pytest.raises(ConfigError) as ei:
+        await Agent.from_config(doc).run("x")
+    assert ei.value.errors[0][0] == "tools[1].config.callTimeout"

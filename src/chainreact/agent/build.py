@@ -168,7 +168,7 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
             ) from None
         # Names already taken by other tools make clashing MCP tools take a "<server>_" prefix.
         found = await load_mcp_tools([d for _, d in mcp], providers=owner.providers,
-                                     taken=[t.name for t in tools])
+                                     taken=[t.name for t in tools], wheres=[w for w, _ in mcp])
         tools[mcp_at:mcp_at] = found
     seen: dict[str, int] = {}
     for i, t in enumerate(tools):

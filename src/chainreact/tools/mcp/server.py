@@ -7,7 +7,7 @@ import dataclasses
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ...errors import ConfigError
@@ -36,9 +36,11 @@ class MCPServer:
         self._open_tools = 0
 
     @classmethod
-    def from_descriptor(cls, desc: Any, *, providers: Mapping[str, ToolProvider] | None = None) -> MCPServer:
-        """Build from a `ToolDescriptor` (type "mcp") or a dict in either spec form. Nothing connects yet."""
-        cfg = parse_descriptor(desc)
+    def from_descriptor(cls, desc: Any, *, providers: Mapping[str, ToolProvider] | None = None,
+                        where: str = "") -> MCPServer:
+        """Build from a `ToolDescriptor` (type "mcp") or a dict in either spec form. Nothing connects yet.
+        `where` (e.g. "tools[3]") names the entry in error messages."""
+        cfg = parse_descriptor(desc, where)
         if cfg.transport == "provider" and cfg.provider not in (providers or {}) \
                 and cfg.provider != "self" and shutil.which(cfg.provider):
             # RuleGo's `server` is a command line when it is not "self" or a URL: a bare word that no host
@@ -125,15 +127,19 @@ async def load_mcp_tools(
     *,
     providers: Mapping[str, ToolProvider] | None = None,
     taken: Iterable[str] = (),
+    wheres: Sequence[str] | None = None,
 ) -> list[Tool]:
     """Resolve several MCP descriptors concurrently into one list of tools with unique names.
 
     A tool name offered by more than one server (or already in `taken`, e.g. the agent's builtin tools)
     is exposed as "<server>_<tool>" for every server offering it; if that is still not unique (two servers
     with the same name), "_2", "_3", ... is appended in descriptor order. If any server fails, the others
-    are closed and the first error is raised.
+    are closed and the first error is raised. `wheres` names each descriptor in errors (e.g. "tools[3]").
     """
-    servers = [MCPServer.from_descriptor(d, providers=providers) for d in descriptors]  # validate all first
+    descs = list(descriptors)
+    names = list(wheres) if wheres is not None else [""] * len(descs)  # how errors name each entry
+    servers = [MCPServer.from_descriptor(d, providers=providers, where=w)  # validate all first
+               for d, w in zip(descs, names, strict=True)]
     results = await asyncio.gather(*(s.list_tools() for s in servers), return_exceptions=True)
     failure = next((r for r in results if isinstance(r, BaseException)), None)
     if failure is not None:
