@@ -123,3 +123,41 @@ async def test_start_resumes_too_and_keeps_the_run_id(server: FakeLLM) -> None:
     events = [ev async for ev in run]
     assert events[-1].type == "final" and (await run.result()).content == "Hi Ada"
     assert {ev.run_id for ev in events} == {cp.run_id}
+
+
+async def test_parallel_calls_checkpoint_as_each_finishes(server: FakeLLM) -> None:
+    import asyncio
+
+    done: list[str] = []
+
+    @tool
+    async def fast(n: int) -> str:
+        """Fast."""
+        done.append(f"fast{n}")
+        return f"fast {n}"
+
+    @tool
+    async def slow(n: int) -> str:
+        """Slow."""
+        await asyncio.sleep(0.05)
+        done.append(f"slow{n}")
+        return f"slow {n}"
+
+    server.add_turns([{"tool_calls": [call("slow", {"n": 1}, id="s"), call("fast", {"n": 2}, id="f")]},
+                      {"text": "both"}])
+    points: list[Checkpoint] = []
+    await make_agent(server, tools=[slow, fast]).run("go", checkpoint=saved(points))
+    assert [(p.point, sorted(p.completed)) for p in points] == [
+        ("after_model", []), ("tool_result", ["f"]), ("tool_result", ["f", "s"]), ("after_tools", ["f", "s"])]
+
+    # a process that died after the first call finished resumes with only the other call
+    done.clear()
+    cp = points[1]
+    assert [c.id for c in cp.pending] == ["s", "f"]
+    server.add_turns([{"text": "both again"}])
+    result = await make_agent(server, tools=[slow, fast]).run(
+        resume=Resume(cp.messages, cp.step, cp.pending, cp.completed))
+    assert done == ["slow1"] and result.content == "both again"
+    sent = server.chat_requests[-1].body["messages"]
+    assert [(m["tool_call_id"], m["content"]) for m in sent if m["role"] == "tool"] == [
+        ("s", "slow 1"), ("f", "fast 2")]

@@ -4,8 +4,10 @@ The agent knows no store. It offers three things, and a state layer (chainreact.
 layer builds on them:
 
 - **Safe points.** With `plan.checkpoint` set, the loop awaits `checkpoint(Checkpoint)` after every
-  model call that asked for tools (`after_model`: the calls pending, none completed) and after every tool
-  step (`after_tools`), and when it stops for an interrupt (`interrupted`). The Checkpoint holds the
+  model call that asked for tools (`after_model`: the calls pending, none completed), as each call of a
+  step with several calls finishes (`tool_result`: its result in `completed`, the step's calls still
+  `pending`; the tool messages are appended at the step's end), after every tool step (`after_tools`),
+  and when it stops for an interrupt (`interrupted`). The Checkpoint holds the
   messages so far, the pending calls and the completed results: everything needed to go on. The loop
   continues only after the hook returned, so a saved checkpoint is never behind the events.
 - **Interrupts.** A tool (or a `wrap_tool_call` middleware, e.g. an approval check) raises
@@ -68,7 +70,7 @@ class Checkpoint:
     run_id: str
     agent: str
     step: int
-    point: str  # after_model | after_tools | interrupted
+    point: str  # after_model | tool_result (one of several calls finished) | after_tools | interrupted
     messages: list[Message]
     pending: list[ToolCall] = field(default_factory=list)  # calls of the current step without a result
     completed: dict[str, ToolOutput] = field(default_factory=dict)  # results of the current step, by call id

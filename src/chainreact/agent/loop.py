@@ -57,7 +57,7 @@ from .result import RunResult
 from .special_tools import LoadTools
 from .streaming import is_streaming
 from .think import ThinkSplitter, split_think
-from .tool_exec import ToolRunner
+from .tool_exec import CallOutcome, ToolRunner
 
 log = logging.getLogger("chainreact.agent")
 
@@ -287,16 +287,28 @@ class ReactLoop:
                 ctx.state[ANSWER] = answers[call.id]  # a resumed call: the answer it waited for
             return ctx
 
+        on_done = None
+        if plan.checkpoint is not None and len(todo) > 1:
+            # Several calls: checkpoint as each one finishes, so a crash mid-step loses none of them.
+            lock = asyncio.Lock()
+
+            async def on_done(o: CallOutcome) -> None:
+                if not isinstance(o.output.data, ToolInterrupt):
+                    async with lock:
+                        completed[o.call.id] = o.output
+                        await self._checkpoint("tool_result", state, calls, completed)
+
+        work = runner.run(todo, state.tools, make_ctx, on_done)
         if any(_live(state.tools.get(c.name)) for c in todo):
             outcomes = None
-            async for item in self._run_with_forwarding(runner.run(todo, state.tools, make_ctx)):
+            async for item in self._run_with_forwarding(work):
                 if isinstance(item, Event):
                     yield item
                 else:
                     outcomes = item
             assert outcomes is not None
         else:
-            outcomes = await runner.run(todo, state.tools, make_ctx)
+            outcomes = await work
         waiting = [o for o in outcomes if isinstance(o.output.data, ToolInterrupt)]
         done = [o for o in outcomes if o not in waiting]
         completed.update((o.call.id, o.output) for o in done)

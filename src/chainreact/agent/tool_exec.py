@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +124,9 @@ class LocalToolIO:
         return invoke
 
 
+OnDone = Callable[[CallOutcome], Awaitable[None]]
+
+
 class ToolRunner:
     """Runs tool calls for one run; holds the doom-loop memory of that run. The deterministic checks
     happen here; the execution itself goes through `execute` (the plan's tool boundary)."""
@@ -162,9 +165,16 @@ class ToolRunner:
         return args
 
     async def _one(self, call: ToolCall, prepared: dict[str, Any] | ToolOutput, tools: dict[str, Tool],
-                   ctx: ToolContext) -> CallOutcome:
+                   ctx: ToolContext, on_done: OnDone | None = None) -> CallOutcome:
         if isinstance(prepared, ToolOutput):
             return CallOutcome(call, prepared, 0.0, False)
+        outcome = await self._execute_one(call, prepared, tools, ctx)
+        if on_done is not None:
+            await on_done(outcome)
+        return outcome
+
+    async def _execute_one(self, call: ToolCall, prepared: dict[str, Any], tools: dict[str, Tool],
+                           ctx: ToolContext) -> CallOutcome:
         t0 = time.perf_counter()
         out = await self.execute(call, tools[call.name], prepared, ctx)
         if not isinstance(out.content, str):
@@ -174,11 +184,13 @@ class ToolRunner:
         return CallOutcome(call, out, (time.perf_counter() - t0) * 1000, True)
 
     async def run(self, calls: list[ToolCall], tools: dict[str, Tool],
-                  make_ctx: Any) -> list[CallOutcome]:
-        """Run the calls (concurrently unless `parallel` is off); outcomes come back in call order."""
+                  make_ctx: Any, on_done: OnDone | None = None) -> list[CallOutcome]:
+        """Run the calls (concurrently unless `parallel` is off); outcomes come back in call order.
+        `on_done` is awaited as each executed call finishes (the loop checkpoints there)."""
         prepared = [self._prepare(c, tools) for c in calls]
         if len(calls) == 1 or not self.parallel:
-            return [await self._one(c, p, tools, make_ctx(c)) for c, p in zip(calls, prepared, strict=True)]
+            return [await self._one(c, p, tools, make_ctx(c), on_done)
+                    for c, p in zip(calls, prepared, strict=True)]
         return list(await asyncio.gather(
-            *(self._one(c, p, tools, make_ctx(c)) for c, p in zip(calls, prepared, strict=True))
+            *(self._one(c, p, tools, make_ctx(c), on_done) for c, p in zip(calls, prepared, strict=True))
         ))
