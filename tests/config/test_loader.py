@@ -124,3 +124,11 @@ def test_is_local_url() -> None:
 
     assert is_local_url("") and is_local_url(None) and is_local_url(" Local ")
     assert not is_local_url("http://127.0.0.1:8080/v1")
+
+
+def test_yaml_skill_names_that_yaml_1_1_reads_as_booleans_load_as_names() -> None:
+    from chainreact.config import load_document
+
+    doc = load_document("model: m\nskills: [no, yes, on, off]\nparams:\n  keepThink: yes\n")
+    assert doc.config.skills == ["no", "yes", "on", "off"]
+    assert doc.config.params.keepThink is True  # typed booleans still take the YAML 1.1 words

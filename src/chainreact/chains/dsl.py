@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
@@ -80,15 +79,20 @@ def is_chain_document(doc: Any) -> bool:
 
 
 def parse_document(text: str | bytes, source: str = "<string>") -> Any:
-    """JSON first (the RuleGo format), YAML when the text is not JSON."""
+    """JSON first (the RuleGo format), YAML when the text is not JSON: the document loader's parser, so a
+    chain gets the same limits as an agent document (alias bombs, nesting depth, huge numbers)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         pass
+    from ..config.loader import parse_text
+
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ChainLoadError(f"{source}: neither valid JSON nor YAML: {e}", source=source) from e
+        return parse_text(text, source)
+    except ConfigError as e:
+        raise ChainLoadError(str(e), source=source, errors=e.errors) from None
 
 
 def _loc(loc: tuple[Any, ...]) -> str:

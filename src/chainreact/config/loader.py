@@ -95,8 +95,10 @@ def _parse(text: str, source: str | None) -> Any:
                     ) from None
         import yaml
 
+        from ..yamlutil import load_yaml
+
         try:
-            return yaml.safe_load(text)
+            return load_yaml(text)  # YAML 1.2 booleans: a skill named `no` stays a name
         except yaml.YAMLError as e:
             raise ConfigError(f"{where}: invalid YAML/JSON: {e}", source=source) from None
     except RecursionError:
