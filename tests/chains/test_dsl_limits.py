@@ -9,8 +9,7 @@ from chainreact.chains import ChainLoadError, RuleEngine
 
 def test_a_yaml_alias_bomb_in_a_chain_is_refused() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    lines += [f"a{i}: &a{i} [*a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, "
-              f"*a{i-1}]" for i in range(1, 9)]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
     bomb = "\n".join(["ruleChain: {id: bomb}", "extra:", *("  " + line for line in lines),
                       "metadata: {nodes: [], connections: []}"])
     with pytest.raises(ChainLoadError, match="expands to more than"):
