@@ -118,7 +118,8 @@ class ReactLoop:
         self._side.append(ev)
 
     def _forward_nested(self, ev: Event) -> None:
-        """Inner agents' events (agent-as-tool with emit_internal_events) keep their own stamps and path."""
+        """Inner agents' events (agent-as-tool with emit_internal_events) keep their own stamps and path;
+        a streaming tool's pieces (tool_output_delta) are stamped as this run's when flushed."""
         self._side.append(ev)
 
     def _flush(self) -> list[Event]:
