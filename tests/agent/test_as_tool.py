@@ -69,3 +69,24 @@ async def test_internal_events_stream_live_with_path() -> None:
         assert all(events.index(e) < result_idx for e in inner_text)  # live, before the tool result
         outer_text = [e for e in events if isinstance(e, TextDelta) and e.agent == "boss"]
         assert "".join(e.text for e in outer_text) == "outer done"
+
+
+async def test_an_inner_interrupt_is_an_error_result_not_an_empty_answer() -> None:
+    from chainreact.agent import ToolInterrupt
+    from chainreact.tools import tool
+
+    from .conftest import call
+
+    @tool
+    def ask_user(question: str) -> str:
+        """Ask the user."""
+        raise ToolInterrupt(question)
+
+    with FakeLLM([]) as o, FakeLLM([]) as i:
+        inner = Agent(name="researcher", url=i.url, model="m", tools=[ask_user])
+        outer = Agent(name="boss", url=o.url, model="m", tools=[inner.as_tool()])
+        o.add_turns([{"tool_calls": [call("researcher", {"request": "find it"}, id="r")]}, {"text": "ok"}])
+        i.add_turns([{"tool_calls": [call("ask_user", {"question": "Which year?"})]}])
+        result = await outer.run("go")
+        tool_msg = next(m for m in result.messages if m.role == "tool")
+        assert str(tool_msg.content).startswith("Error: the researcher agent stopped to ask: Which year?")

@@ -93,8 +93,15 @@ class AgentTool(Tool):
         async for ev in loop.events(data):
             if live:
                 ctx.emit(ev)  # type: ignore[misc]
-        assert loop.result is not None
-        return loop.result.content
+        result = loop.result
+        assert result is not None
+        if result.interruption is not None:
+            # The inner run stopped to ask something. Its progress cannot be resumed through this call
+            # yet, so say so plainly instead of returning an empty answer as if it had finished.
+            asks = "; ".join(q.question or q.kind for q in result.interruption.questions)
+            return ToolOutput(f"Error: the {self.agent.name} agent stopped to ask: {asks}. It cannot ask "
+                              "questions when used as a tool; give it what it needs in the request.", True)
+        return result.content
 
     async def aclose(self) -> None:
         await self.agent.aclose()
