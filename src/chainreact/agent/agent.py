@@ -28,7 +28,7 @@ from .build import AgentRegistry, resolve_tools
 from .detection import DRAIN, normalize_mode
 from .interrupt import CheckpointFn, Resume
 from .loop import ReactLoop
-from .middleware import Middleware, MiddlewareChain
+from .middleware import Middleware, MiddlewareChain, with_global
 from .plan import Detection, Limits, RunPlan, planning_error
 from .result import RunResult
 from .run import AgentRun, run_sync
@@ -124,7 +124,7 @@ class Agent:
             "should_retry": should_retry, "should_failover": should_failover,
             "get_failover_model": get_failover_model}
         self._tool_entries: list[Any] = [*cfg.tools, *tools, *([exit_] if exit_ is not None else [])]
-        self._mw = MiddlewareChain(list(middleware))
+        self._mw = MiddlewareChain(with_global(middleware))
         self._tool_io = LocalToolIO(self._mw)
         self._client: Any = model if model is not None and not isinstance(model, str) else None
         self._tools: list[Tool] = []

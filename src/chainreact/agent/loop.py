@@ -134,7 +134,8 @@ class ReactLoop:
         try:
             yield self._ev(RunStart(input=data))
             ctx = AgentContext(instruction=plan.instruction, tools=list(plan.tools),
-                               return_directly=set(plan.return_directly), input=data)
+                               return_directly=set(plan.return_directly), input=data, agent=plan.agent,
+                               run_id=self.run_id)
             for m in plan.middleware.before_agent:
                 await m.before_agent(ctx)
             if resume is not None:
@@ -154,20 +155,28 @@ class ReactLoop:
             )
             async for ev in self._steps(state, resume):
                 yield ev
-        except _RunCancelled:
+        except _RunCancelled as e:
+            await self._failed(e)
             yield self._cancelled()
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as e:
             if self.cancel is None or not self.cancel.requested:
+                await self._failed(e)
                 raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            await self._failed(e)
             yield self._cancelled()
         except Exception as e:
+            await self._failed(e)
             for ev in self._flush():
                 yield ev
             yield self._ev(ErrorEvent(error=str(e), error_type=type(e).__name__))
             raise
+
+    async def _failed(self, error: BaseException) -> None:
+        for m in self.plan.middleware.on_agent_error:
+            await m.on_agent_error(self.state, error)
 
     def _cancelled(self) -> Event:
         messages = repair_history(self.state.messages) if self.state else []

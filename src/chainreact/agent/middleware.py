@@ -9,6 +9,7 @@ Hook points (from the ChatModelAgent design):
     wrap_tool_call  wraps one tool execution
     wrap_stream_tool_call  wraps the piece stream of one streaming tool execution (inside wrap_tool_call)
     after_agent     once, after a successful run (reads the final state and result)
+    on_agent_error  once, when a run ends without an answer: it raised or was cancelled (closes spans)
 
 Order of a model call, outer to inner:
     before_model -> failover -> retry -> event emission -> wrap_model[0] -> ... -> wrap_model[n-1]
@@ -18,10 +19,14 @@ Order of a tool call, outer to inner:
 For both wrap hooks the first registered middleware is the outermost.
 
 Hooks mutate the state they are given (it IS the run state, so changes persist into later steps).
+Global middleware (`GLOBAL_MIDDLEWARE`) runs first in every Agent: chainreact.observability.enable() puts
+its tracer there, and CHAINREACT_OTEL=1 makes the first Agent built call it.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +54,8 @@ class AgentContext:
     tools: list[Tool]
     return_directly: set[str]
     input: Any = None
+    agent: str = ""  # the agent's name (read-only: tracing names its span after it)
+    run_id: str = ""
 
 
 @dataclass
@@ -96,6 +103,9 @@ class Middleware:
     async def after_agent(self, state: RunState, result: RunResult) -> None:
         return None
 
+    async def on_agent_error(self, state: RunState | None, error: BaseException) -> None:
+        return None
+
     async def before_model(self, state: RunState) -> None:
         return None
 
@@ -119,12 +129,13 @@ def _overrides(mw: Middleware, name: str) -> bool:
 class MiddlewareChain:
     """Pre-sorted hook lists, so a run pays only for the hooks that are actually overridden."""
 
-    __slots__ = ("after_agent", "after_model", "before_agent", "before_model", "wrap_model",
+    __slots__ = ("after_agent", "after_model", "before_agent", "before_model", "on_agent_error", "wrap_model",
                  "wrap_stream_tool", "wrap_tool")
 
     def __init__(self, middleware: Sequence[Middleware]):
         self.before_agent = [m for m in middleware if _overrides(m, "before_agent")]
         self.after_agent = [m for m in middleware if _overrides(m, "after_agent")]
+        self.on_agent_error = [m for m in middleware if _overrides(m, "on_agent_error")]
         self.before_model = [m for m in middleware if _overrides(m, "before_model")]
         self.after_model = [m for m in middleware if _overrides(m, "after_model")]
         self.wrap_model = [m for m in middleware if _overrides(m, "wrap_model")]
@@ -153,3 +164,16 @@ class MiddlewareChain:
         for m in reversed(self.wrap_stream_tool):
             call = m.wrap_stream_tool_call(call, info)
         return call
+
+
+GLOBAL_MIDDLEWARE: list[Middleware] = []
+
+
+def with_global(middleware: Sequence[Middleware]) -> list[Middleware]:
+    """`middleware` with the global middleware first (a type the agent already has is not added twice)."""
+    if not GLOBAL_MIDDLEWARE and os.environ.get("CHAINREACT_OTEL", "") not in ("", "0", "false"):
+        importlib.import_module("chainreact.observability").enable()  # by name: observability is above us
+    if not GLOBAL_MIDDLEWARE:
+        return list(middleware)
+    own = {type(m) for m in middleware}
+    return [*(g for g in GLOBAL_MIDDLEWARE if type(g) not in own), *middleware]
