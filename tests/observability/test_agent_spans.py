@@ -7,9 +7,11 @@ import json
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from chainreact.agent import Agent
+from chainreact.agent.interrupt import ToolInterrupt
 from chainreact.errors import ModelError
 from chainreact.observability import OTelMiddleware
 from chainreact.testing import FakeLLM
@@ -188,7 +190,6 @@ async def test_run_nests_under_the_callers_span_and_restores_it(fake_llm: Any, t
             await agent.run("y")  # a failed run must restore the context too
         async for _ in agent.stream("z"):
             pass
-        from opentelemetry import trace
         assert trace.get_current_span() is outer
     runs = traces.named("invoke_agent a")
     assert len(runs) == 3
@@ -208,3 +209,27 @@ async def test_cancelled_run_ends_its_spans(fake_llm: Any, traces: Traces) -> No
     assert (span.attributes or {})["chainreact.stop_reason"] == "cancelled"
     assert span.status.status_code == StatusCode.UNSET  # cancelled is not failed
     assert traces.one("chat m").end_time is not None
+
+
+class AskTool(Tool):
+    name = "transfer"
+    description = "Moves money (asks first)."
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raise ToolInterrupt("Transfer 100?", kind="approval")
+
+
+async def test_interrupted_run_ends_its_span_and_restores_the_context(fake_llm: Any, traces: Traces) -> None:
+    srv = fake_llm([{"tool_calls": [call("transfer", {}, "c-t")]}])
+    mw = OTelMiddleware(tracer_provider=traces.provider)
+    agent = Agent(name="bank", url=srv.url, model="m", key="k", tools=[AskTool()], middleware=[mw])
+    with traces.provider.get_tracer("test").start_as_current_span("request") as outer:
+        assert (await agent.run("pay")).stop_reason == "interrupted"
+        assert trace.get_current_span() is outer
+    run = traces.one("invoke_agent bank")
+    assert (run.attributes or {})["chainreact.stop_reason"] == "interrupted"
+    assert run.status.status_code == StatusCode.UNSET
+    tool = traces.one("execute_tool transfer")
+    assert (tool.attributes or {})["chainreact.tool.interrupt"] == "approval"
+    assert tool.status.status_code == StatusCode.UNSET and "error.type" not in (tool.attributes or {})

@@ -174,7 +174,7 @@ class ReactLoop:
             yield self._ev(ErrorEvent(error=str(e), error_type=type(e).__name__))
             raise
 
-    async def _failed(self, error: BaseException) -> None:
+    async def _failed(self, error: BaseException | None) -> None:
         for m in self.plan.middleware.on_agent_error:
             await m.on_agent_error(self.state, error)
 
@@ -356,6 +356,7 @@ class ReactLoop:
         self.result = RunResult(content="", messages=state.messages, usage=self._usage, steps=self.step,
                                 stop_reason="interrupted", interruption=interruption,
                                 metadata={"run_id": self.run_id, "agent": self.plan.agent})
+        await self._failed(None)  # ends without an answer: tracing closes the run's span
         yield self._ev(Interrupted(questions=[_question_dict(q) for q in questions], pending=pending))
 
     async def _checkpoint(self, point: str, state: RunState, pending: list[ToolCall] | None = None,

@@ -9,7 +9,7 @@ Hook points (from the ChatModelAgent design):
     wrap_tool_call  wraps one tool execution
     wrap_stream_tool_call  wraps the piece stream of one streaming tool execution (inside wrap_tool_call)
     after_agent     once, after a successful run (reads the final state and result)
-    on_agent_error  once, when a run ends without an answer: it raised or was cancelled (closes spans)
+    on_agent_error  once, when a run ends without an answer: raised, cancelled, interrupted (error None)
 
 Order of a model call, outer to inner:
     before_model -> failover -> retry -> event emission -> wrap_model[0] -> ... -> wrap_model[n-1]
@@ -103,7 +103,7 @@ class Middleware:
     async def after_agent(self, state: RunState, result: RunResult) -> None:
         return None
 
-    async def on_agent_error(self, state: RunState | None, error: BaseException) -> None:
+    async def on_agent_error(self, state: RunState | None, error: BaseException | None) -> None:
         return None
 
     async def before_model(self, state: RunState) -> None:

@@ -34,3 +34,4 @@ STOP_REASON = "chainreact.stop_reason"
 STEPS = "chainreact.steps"
 ATTEMPT = "chainreact.attempt"
 ENDPOINT = "chainreact.endpoint"
+INTERRUPT = "chainreact.tool.interrupt"  # the kind of question a tool asked (ask_user, approval...)

@@ -25,6 +25,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from .. import __version__
+from ..agent.interrupt import ToolInterrupt
 from ..agent.middleware import AgentContext, Middleware, ModelFn, RunState, ToolCallInfo, ToolFn
 from ..tools.base import ToolOutput
 from ..types import ModelResponse, StreamItem
@@ -108,7 +109,7 @@ class OTelMiddleware(Middleware):
                   "finish_reason": result.stop_reason}]))
         self._end_run()
 
-    async def on_agent_error(self, state: RunState | None, error: BaseException) -> None:
+    async def on_agent_error(self, state: RunState | None, error: BaseException | None) -> None:
         run = _RUN.get()
         if run is None:
             return
@@ -117,7 +118,9 @@ class OTelMiddleware(Middleware):
             span.set_attribute(A.REQUEST_MODEL, run.model)
         if state is not None:
             span.set_attribute(A.STEPS, state.step)
-        if _is_cancel(error):
+        if error is None:  # interrupted: waits for answers; the resume is a run (and a span) of its own
+            span.set_attribute(A.STOP_REASON, "interrupted")
+        elif _is_cancel(error):
             span.set_attribute(A.STOP_REASON, "cancelled")  # a cancelled run is not a failed one
         else:
             span.set_attribute(A.ERROR_TYPE, type(error).__name__)
@@ -174,6 +177,9 @@ class OTelMiddleware(Middleware):
                                               set_status_on_exception=False) as span:
                 try:
                     out = await call(args)
+                except ToolInterrupt as ask:  # waits for an answer: not a failure
+                    span.set_attribute(A.INTERRUPT, ask.kind)
+                    raise
                 except BaseException as e:
                     span.set_attribute(A.ERROR_TYPE, type(e).__name__)
                     if not _is_cancel(e):
