@@ -59,7 +59,7 @@ async def test_python_tool_descriptor(server: FakeLLM) -> None:
 
 @pytest.mark.parametrize("entry, message", [
     ("no-such-tool", "unknown builtin tool 'no-such-tool'"),
-    ({"type": "rulechain", "targetId": "chain1"}, "not available yet"),
+    ({"type": "rulechain", "targetId": "chain1"}, "load the chain"),
     ({"type": "agent", "targetId": "ghost"}, "no agent with id 'ghost'"),
     ({"type": "python", "name": "nope.module:fn"}, "cannot import 'nope.module:fn'"),
 ])

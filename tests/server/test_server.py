@@ -197,3 +197,17 @@ def test_a_failing_model_is_a_stream_error_frame(fake_llm: Any, serve: Any) -> N
     frames = _sse(httpx.post(srv.url + "/v1/chat/completions", json={**body, "stream": True}))
     assert frames[-1]["error"]["type"] == "stream_error"
     assert "401" in frames[-1]["error"]["message"]
+
+
+def test_a_served_agent_uses_the_served_chains_as_tools(fake_llm: Any, serve: Any) -> None:
+    llm = fake_llm([{"tool_calls": [{"name": "double", "arguments": {"n": 4}}]}, {"text": "8"}])
+    doc = agent_doc(llm.url, tools=[{"type": "rulechain", "targetId": "echo", "name": "double",
+                                     "description": "Double n"}])
+    # "a_helper.json" sorts before "echo.json": chains still load first
+    srv = serve({"a_helper.json": doc, "echo.json": echo_chain()})
+    r = httpx.post(srv.url + "/v1/chat/completions",
+                   json={"model": "helper", "messages": [{"role": "user", "content": "double 4"}]},
+                   timeout=30)
+    assert r.json()["choices"][0]["message"]["content"] == "8"
+    tool_msg = llm.chat_requests[1].messages[-1]
+    assert tool_msg["role"] == "tool" and orjson.loads(tool_msg["content"]) == {"n": 8}

@@ -7,7 +7,7 @@
     {"type": "mcp", ...}                    the tools of an MCP server (filtered)
     {"type": "agent", "targetId": "id"}     another agent document, as a tool (`parameters`: its input
                                             schema; `timeout` in ms, default 120 s)
-    {"type": "rulechain", ...}              reserved for the chain engine (not available yet)
+    {"type": "rulechain", "targetId": "id"} a chain of the host's rule engine (chains.tools supplies it)
 
 Tool objects and plain functions (programmatic users) pass through unchanged.
 """
@@ -156,8 +156,9 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
             tools.append(_agent_tool(desc, owner, where))
         elif desc.type == "rulechain":
             raise ConfigError(
-                f"{where}: tool type 'rulechain' (targetId {desc.targetId!r}) needs the rule-chain engine, "
-                "which is not available yet in chainreact; remove this entry or use an 'agent' tool"
+                f"{where}: tool type 'rulechain' (targetId {desc.targetId!r}) runs a chain of a rule engine: "
+                "load the chain (chainreact run --load CHAIN, chainreact serve CHAIN_DIR), or run this agent "
+                "as an ai/agent node of a chain"
             )
     if mcp:
         try:

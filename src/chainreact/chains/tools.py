@@ -102,6 +102,15 @@ def chain_tools_for(engine: RuleEngine, entries: list[Any]) -> tuple[list[Any], 
     return keep, tools
 
 
+def host_agent_parts(engine: RuleEngine, config: Any) -> tuple[Any, dict[str, Any]]:
+    """For a host that runs agents beside a chain engine (`chainreact run --load`, `chainreact serve`): the
+    agent config without its chain tool entries, and the Agent keywords that supply them (the chain tools,
+    and the `self` MCP provider over this engine's chains)."""
+    keep, tools = chain_tools_for(engine, list(config.tools))
+    return config.model_copy(update={"tools": keep}), {"tools": tools,
+                                                        "providers": {"self": EngineToolProvider(engine)}}
+
+
 class EngineToolProvider:
     """The `server: "self"` MCP provider: the host's loaded chains as tools."""
 

@@ -126,7 +126,28 @@ def resolve_document(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[str, Any]) -> int:
     from ..agent import Agent
 
-    agent = Agent.from_config(doc, globals=globals_)
+    extra: dict[str, Any] = {}
+    if getattr(args, "load", None) or _uses_chains(doc.config):
+        # rulechain/agent tools naming chains, and the MCP `server: "self"` provider, run on an engine
+        # holding the --load'ed chains (the spec's Multi-Tool document runs unchanged this way).
+        import dataclasses
+
+        from ..chains import RuleEngine
+        from ..chains.tools import host_agent_parts
+
+        engine = RuleEngine(properties=globals_)
+        for path in args.load or ():
+            engine.load_path(path)
+        missing = [t.targetId for t in doc.config.tools
+                   if getattr(t, "type", None) == "rulechain" and engine.get(t.targetId) is None]
+        if missing:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{args.config}: rulechain tool target(s) {', '.join(map(repr, missing))} not "
+                              "loaded: give their chain files or folders with --load")
+        config, extra = host_agent_parts(engine, doc.config)
+        doc = dataclasses.replace(doc, config=config)
+    agent = Agent.from_config(doc, globals=globals_, **extra)
     try:
         if args.jsonl:
             return await _run_jsonl(agent, prompt)
@@ -141,6 +162,14 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
         return EXIT_OK
     finally:
         await agent.aclose()
+
+
+def _uses_chains(config: Any) -> bool:
+    for t in config.tools:
+        kind = getattr(t, "type", None)
+        if kind == "rulechain" or (kind == "mcp" and (t.config or {}).get("server") == "self"):
+            return True
+    return False
 
 
 async def _run_jsonl(agent: Any, prompt: str) -> int:
@@ -237,6 +266,8 @@ def register(add: AddCommand) -> None:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object for the run")
     fmt.add_argument("--jsonl", action="store_true", help="print one JSON object per event")
+    p.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
+                   help="rule chains for rulechain/agent tools and the MCP 'self' provider. Repeatable.")
     add_globals(p)
 
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")

@@ -39,6 +39,7 @@ class Catalog:
     @classmethod
     def load(cls, paths: Iterable[str | Path], *, globals: Mapping[str, Any] | None = None) -> Catalog:
         cat = cls()
+        found: list[tuple[Path, Any, str, bool]] = []
         for p in paths:
             path = Path(p)
             if not path.exists():
@@ -46,24 +47,42 @@ class Catalog:
             files = sorted(f for f in path.rglob("*") if f.suffix in _SUFFIXES and f.is_file()) \
                 if path.is_dir() else [path]
             for f in files:
-                cat._load_file(f, dict(globals or {}), quiet=path.is_dir())
+                parsed = cat._read(f, quiet=path.is_dir())
+                if parsed is not None:
+                    found.append((f, *parsed, path.is_dir()))
+        g = dict(globals or {})
+        # Chains first: agents' rulechain tools and the MCP `self` provider use the loaded chains.
+        for f, data, kind, in_folder in sorted(found, key=lambda x: x[2] != "chain"):
+            cat._load(f, data, kind, g, quiet=in_folder)
         return cat
 
-    def _load_file(self, path: Path, globals_: dict[str, Any], *, quiet: bool) -> None:
+    def _read(self, path: Path, *, quiet: bool) -> tuple[Any, str] | None:
         try:
             data, _ = read_document(path)
-            kind = detect_document_kind(data, source=str(path))
+            return data, detect_document_kind(data, source=str(path))
         except ConfigError as e:
             # In a folder, files that are no document of ours (package.json, data) are skipped.
             if not quiet:
                 raise
             self.skipped.append(f"{path}: {str(e).splitlines()[0]}")
-            return
+            return None
+
+    def _load(self, path: Path, data: Any, kind: str, globals_: dict[str, Any], *, quiet: bool) -> None:
         try:
             if kind == "agent":
                 from ..agent import Agent
+                from ..config import resolve_agent_config
 
-                agent = Agent.from_config(path, globals=globals_)
+                doc = resolve_agent_config(path, globals_)
+                extra: dict[str, Any] = {}
+                if self.engine is not None:
+                    import dataclasses
+
+                    from ..chains.tools import host_agent_parts
+
+                    config, extra = host_agent_parts(self.engine, doc.config)
+                    doc = dataclasses.replace(doc, config=config)
+                agent = Agent.from_config(doc, globals=globals_, **extra)
                 ident = (data.get("id") if isinstance(data, dict) else None) or path.stem
                 self._add(Entry(str(ident), "agent", str(path), agent, agent.description))
             elif kind == "chain":

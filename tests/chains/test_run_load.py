@@ -1,0 +1,47 @@
+"""`chainreact run --load`: an agent document's rulechain tools and the MCP `self` provider run on the
+loaded chains, from the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "chains"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "chainreact", "run", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_rulechain_tool_and_self_provider_from_the_cli(fake_llm: Any, tmp_path: Path) -> None:
+    llm = fake_llm([
+        {"tool_calls": [{"name": "check_reading", "arguments": {"temperature": 71}},
+                        {"name": "list_rule_chains", "arguments": {}}]},
+        {"text": "It is too hot."},
+    ])
+    doc = {"url": llm.url, "key": "k", "model": "fake-model", "maxRetries": -1,
+           "tools": [{"type": "rulechain", "targetId": "alarm", "name": "check_reading",
+                      "description": "Classify a reading"},
+                     {"type": "mcp", "config": {"server": "self", "tools": ["list_rule_chains"]}}]}
+    (tmp_path / "agent.json").write_text(json.dumps(doc))
+    proc = _run(str(tmp_path / "agent.json"), "How hot?", "--json", "--load", str(EXAMPLES / "alarm.json"))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["content"] == "It is too hot."
+    results = {m["tool_call_id"]: m["content"] for m in llm.chat_requests[1].messages if m["role"] == "tool"}
+    chain_result, listing = results.values()
+    assert "is too hot" in chain_result  # the alarm chain's exprTransform ran on the tool's arguments
+    assert "alarm" in listing and "Temperature alarm" in listing
+
+
+def test_a_rulechain_tool_without_the_chain_says_how_to_load_it(tmp_path: Path) -> None:
+    doc = {"url": "http://127.0.0.1:9/v1", "model": "m",
+           "tools": [{"type": "rulechain", "targetId": "alarm", "name": "check"}]}
+    (tmp_path / "agent.json").write_text(json.dumps(doc))
+    proc = _run(str(tmp_path / "agent.json"), "hi")
+    assert proc.returncode == 1
+    assert "alarm" in proc.stderr and "--load" in proc.stderr
