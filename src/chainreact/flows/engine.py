@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .agent_node import run_agent_node
+from .chain_node import run_chain_node
 from .errors import FlowError
 from .exprs import compile_condition, evaluate, render, truthy
 from .model import AIAgentNode, EndNode, FlowDef, MessageNode, RuleChainNode, TransitionDef
@@ -81,7 +82,7 @@ class _Session:
 
 class Flow:
     def __init__(self, definition: FlowDef, *, source: str | None = None, state: str | None = None,
-                 store: Any = None, base_dir: str | Path | None = None):
+                 store: Any = None, base_dir: str | Path | None = None, chains: Any = None):
         self.definition = definition
         self.source = source
         self.id = definition.id or definition.name or "flow"
@@ -89,6 +90,8 @@ class Flow:
         self._state_url = state
         self._store = store
         self._own_store = store is None
+        self._chains = chains  # a chainreact.chains.RuleEngine for rulechain nodes (created on first use)
+        self._chain_files: dict[str, str] = {}
 
     # -- construction -----------------------------------------------------------------------------
 
@@ -189,6 +192,8 @@ class Flow:
                 output = await self._run_chain(node, env)
                 state.output = env["output"] = state.vars[node.name] = output
                 yield FlowEvent("output", node.name, {"output": output})
+                if node.message:
+                    yield _message(node.name, render(node.message, env))
                 go_on = _follow(state, node.transition, node.finish)
             else:
                 state.go_on = False
@@ -235,8 +240,12 @@ class Flow:
         _follow(state, t, True)
 
     async def _run_chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
-        raise FlowError(f"node {node.name!r}: running rule chains from a flow is not built yet "
-                        "(docs/flows.md, 'Not built yet')")
+        if self._chains is None:
+            from ..chains import RuleEngine
+
+            self._chains = RuleEngine()
+        return await run_chain_node(node, env, self._chains, flow_id=self.id, base_dir=self.base_dir,
+                                    loaded=self._chain_files)
 
 
 def _message(node: str, text: str) -> FlowEvent:

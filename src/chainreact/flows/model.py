@@ -164,6 +164,8 @@ class RuleChainNode(_NodeBase):
     chainId: str | None = Field(None, description="The id of a chain loaded into the flow's engine.")
     chainFile: str | None = Field(None, description="A chain file, relative to the flow document.")
     input: str = Field("{{userInput}}", description="The message data sent to the chain (a template).")
+    message: str | None = Field(None, description="Sent after the chain ran (a template; `output` is the "
+                                                  "chain's result).")
     finish: bool = False
 
 

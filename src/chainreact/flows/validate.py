@@ -92,6 +92,8 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
             continue
         at = f"$.nodes[{i}]"
         _check_transition(node.get("transition"), f"{at}.transition", names, errors)
+        if node.get("type") == "rulechain" and not node.get("chainId") and not node.get("chainFile"):
+            errors.append((at, "a rulechain node needs chainId or chainFile"))
         for field in _TEMPLATE_FIELDS:
             text = node.get(field)
             if isinstance(text, str):
