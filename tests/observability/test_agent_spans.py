@@ -16,6 +16,7 @@ from chainreact.errors import ModelError
 from chainreact.observability import OTelMiddleware
 from chainreact.testing import FakeLLM
 from chainreact.tools.base import Tool, ToolContext, ToolOutput
+from chainreact.types import TextDelta
 
 from .conftest import Traces, add, call, explode
 
@@ -233,3 +234,40 @@ async def test_interrupted_run_ends_its_span_and_restores_the_context(fake_llm: 
     tool = traces.one("execute_tool transfer")
     assert (tool.attributes or {})["chainreact.tool.interrupt"] == "approval"
     assert tool.status.status_code == StatusCode.UNSET and "error.type" not in (tool.attributes or {})
+
+
+def test_each_retry_attempt_is_a_chat_span(fake_llm: Any, traces: Traces) -> None:
+    srv = fake_llm([{"status": 503, "headers": {"Retry-After": "0"}, "message": "overloaded"},
+                    {"text": "ok"}])
+    mw = OTelMiddleware(tracer_provider=traces.provider)
+    agent = Agent(name="a", url=srv.url, model="m", key="k", middleware=[mw])
+    assert agent.run_sync("x").content == "ok"
+    failed, ok = sorted(traces.named("chat m"), key=lambda s: s.start_time or 0)
+    assert failed.status.status_code == StatusCode.ERROR and (failed.attributes or {})["error.type"]
+    assert (failed.attributes or {})["chainreact.attempt"] == 1
+    assert ok.status.status_code == StatusCode.UNSET and (ok.attributes or {})["chainreact.attempt"] == 2
+    assert traces.one("invoke_agent a").status.status_code == StatusCode.UNSET
+
+
+def test_live_sub_agent_nests_too(fake_llm: Any, traces: Traces) -> None:
+    run_team(fake_llm, traces, emit_internal_events=True)  # the inner run streams through a task
+    researcher = traces.one("invoke_agent researcher")
+    assert traces.children(traces.one("execute_tool researcher")) == ["invoke_agent researcher"]
+    assert traces.children(researcher) == ["chat inner-model", "chat inner-model", "execute_tool add"]
+
+
+async def test_breaking_out_of_a_stream_ends_the_span_and_restores_the_context(fake_llm: Any,
+                                                                                traces: Traces) -> None:
+    srv = fake_llm([{"text": "a long answer", "chunks": 5}])
+    mw = OTelMiddleware(tracer_provider=traces.provider)
+    agent = Agent(name="a", url=srv.url, model="m", key="k", middleware=[mw])
+    with traces.provider.get_tracer("test").start_as_current_span("request") as outer:
+        events = agent.stream("x")
+        async for ev in events:
+            if isinstance(ev, TextDelta):
+                break
+        await events.aclose()  # type: ignore[attr-defined]
+        assert trace.get_current_span() is outer
+    run = traces.one("invoke_agent a")
+    assert (run.attributes or {})["chainreact.stop_reason"] == "closed"
+    assert run.status.status_code == StatusCode.UNSET

@@ -16,6 +16,7 @@ loop, agent-as-tool and AgentRun read the plan, not the Agent's private state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -341,8 +342,10 @@ class Agent:
             yield planning_error(self.name, e)
             raise
         loop = ReactLoop(plan, streaming=True, run_id=resume.run_id if resume else None)
-        async for ev in loop.events(input, resume):
-            yield ev
+        # aclosing: a caller that stops reading closes the run now, in its context (middleware cleans up)
+        async with contextlib.aclosing(loop.events(input, resume)) as events:
+            async for ev in events:
+                yield ev
 
     def start(self, input: Any = None, *, stream: bool = True, metadata: Mapping[str, Any] | None = None,
               session_values: Mapping[str, Any] | None = None, resume: Resume | None = None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncGenerator, AsyncIterator, MutableMapping
 from typing import Any
 
 from ..errors import MaxStepsError
@@ -127,7 +127,7 @@ class ReactLoop:
         self._side.clear()
         return out
 
-    async def events(self, data: Any, resume: Resume | None = None) -> AsyncIterator[Event]:
+    async def events(self, data: Any, resume: Resume | None = None) -> AsyncGenerator[Event, None]:
         """The run's events. With `resume`, the run goes on from saved messages and pending calls
         (interrupt.py) and `data` is not used."""
         plan = self.plan
@@ -167,6 +167,9 @@ class ReactLoop:
                 task.uncancel()
             await self._failed(e)
             yield self._cancelled()
+        except GeneratorExit as e:  # the caller stopped reading (broke out of agent.stream())
+            await self._failed(e)
+            raise
         except Exception as e:
             await self._failed(e)
             for ev in self._flush():

@@ -9,7 +9,7 @@ Hook points (from the ChatModelAgent design):
     wrap_tool_call  wraps one tool execution
     wrap_stream_tool_call  wraps the piece stream of one streaming tool execution (inside wrap_tool_call)
     after_agent     once, after a successful run (reads the final state and result)
-    on_agent_error  once, when a run ends without an answer: raised, cancelled, interrupted (error None)
+    on_agent_error  once, when a run ends without an answer: raised, cancelled, closed, interrupted (None)
 
 Order of a model call, outer to inner:
     before_model -> failover -> retry -> event emission -> wrap_model[0] -> ... -> wrap_model[n-1]

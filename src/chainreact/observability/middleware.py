@@ -43,6 +43,7 @@ TRACER_NAME = "chainreact"
 class _Run:
     span: Span
     otel_token: object
+    run_id: str
     own_token: Token[_Run | None] | None = None
     model: str | None = None
 
@@ -75,7 +76,7 @@ class OTelMiddleware(Middleware):
         attrs: dict[str, Any] = {A.OPERATION: "invoke_agent", A.PROVIDER: self.provider_name,
                                  A.SYSTEM: self.provider_name, A.AGENT_NAME: ctx.agent, A.RUN_ID: ctx.run_id}
         span = self.tracer.start_span(f"invoke_agent {ctx.agent}", kind=SpanKind.INTERNAL, attributes=attrs)
-        run = _Run(span, otel_context.attach(trace.set_span_in_context(span)))
+        run = _Run(span, otel_context.attach(trace.set_span_in_context(span)), ctx.run_id)
         run.own_token = _RUN.set(run)
 
     def _end_run(self) -> _Run | None:
@@ -93,7 +94,7 @@ class OTelMiddleware(Middleware):
 
     async def after_agent(self, state: RunState, result: RunResult) -> None:
         run = _RUN.get()
-        if run is None:
+        if run is None or run.run_id != state.run_id:  # not ours (ended already: an outer run's span)
             return
         span = run.span
         usage = result.usage
@@ -111,8 +112,8 @@ class OTelMiddleware(Middleware):
 
     async def on_agent_error(self, state: RunState | None, error: BaseException | None) -> None:
         run = _RUN.get()
-        if run is None:
-            return
+        if run is None or (state is not None and run.run_id != state.run_id):
+            return  # not ours: this run's span has ended already (closed after its answer)
         span = run.span
         if run.model:
             span.set_attribute(A.REQUEST_MODEL, run.model)
@@ -120,6 +121,8 @@ class OTelMiddleware(Middleware):
             span.set_attribute(A.STEPS, state.step)
         if error is None:  # interrupted: waits for answers; the resume is a run (and a span) of its own
             span.set_attribute(A.STOP_REASON, "interrupted")
+        elif isinstance(error, GeneratorExit):  # the caller stopped reading the run's events
+            span.set_attribute(A.STOP_REASON, "closed")
         elif _is_cancel(error):
             span.set_attribute(A.STOP_REASON, "cancelled")  # a cancelled run is not a failed one
         else:
