@@ -271,3 +271,13 @@ async def test_breaking_out_of_a_stream_ends_the_span_and_restores_the_context(f
     run = traces.one("invoke_agent a")
     assert (run.attributes or {})["chainreact.stop_reason"] == "closed"
     assert run.status.status_code == StatusCode.UNSET
+
+
+def test_run_sync_nests_under_the_calling_threads_span(fake_llm: Any, traces: Traces) -> None:
+    srv = fake_llm([{"text": "hi"}])
+    agent = Agent(name="a", url=srv.url, model="m", key="k",
+                  middleware=[OTelMiddleware(tracer_provider=traces.provider)])
+    with traces.provider.get_tracer("test").start_as_current_span("request") as outer:
+        agent.run_sync("x")
+    run = traces.one("invoke_agent a")
+    assert run.parent is not None and run.parent.span_id == outer.get_span_context().span_id
