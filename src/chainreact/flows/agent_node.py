@@ -18,6 +18,7 @@ from ..types import Message
 from .errors import OutputValidationError
 from .exprs import render
 from .llm import agent_config
+from .memory import SUMMARY_HEADER, read_context, summary_request
 from .model import AIAgentNode
 
 TEXT_FIELDS = ("response", "answer", "message", "reply", "text")
@@ -79,9 +80,22 @@ async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Any, con
             system += f"\n\nThe user: {identity}"
     user_text = render(node.userMessage, env)
     key = memory_key(node, env, conversation)
-    history: list[Message] = []
-    if node.memory is not None and node.memory.maxMessages > 0:
-        history = await store.history(key, last=node.memory.maxMessages, max_tokens=node.memory.maxTokens)
+
+    async def summarize(prompt: str, previous: str | None, old: list[Message]) -> str:
+        plain = agent_config(node, system_prompt="You summarize conversations.")
+        # The summary is plain text: the node's model and parameters without its output schema.
+        plain["params"] = {k: v for k, v in plain["params"].items()
+                           if k not in ("responseFormat", "jsonSchema")}
+        summarizer = Agent(config=AgentConfig.model_validate(plain), base_dir=base_dir)
+        try:
+            return (await summarizer.run(summary_request(prompt, previous, old))).content.strip()
+        finally:
+            await summarizer.aclose()
+
+    context = await read_context(node, store, key, summarize)
+    history = context.history
+    if context.summary:
+        system += "\n\n" + SUMMARY_HEADER + context.summary
     cfg = agent_config(node, system_prompt=system)
     if node.tools and node.maxToolExecutions > 0:
         cfg["tools"] = [t.model_dump(exclude_none=True, by_alias=True) for t in node.tools]
