@@ -20,8 +20,11 @@ from .test_bash import section
 
 @pytest.fixture
 def bwrap_only(sandbox_mode: str) -> None:
-    if sandbox_mode != "bwrap":
-        pytest.skip("sandbox-only behaviour")
+    # Tests that use this are parametrized with the bwrap variant only (ONLY_BWRAP): nothing to skip.
+    assert sandbox_mode == "bwrap"
+
+
+ONLY_BWRAP = pytest.mark.parametrize("sandbox_mode", ["bwrap"], indirect=True)
 
 
 def test_auto_without_bwrap_warns_once_and_runs_unsandboxed(ws: Path,
@@ -53,6 +56,7 @@ def test_off_is_silent_and_bwrap_without_bwrap_is_a_config_error(ws: Path,
         create_builtin("bash", {"workDir": str(ws), "sandbox": "on"})
 
 
+@ONLY_BWRAP
 async def test_inside_the_sandbox(ws: Path, tmp_path: Path, bwrap_only: None) -> None:
     (tmp_path / "visible").mkdir()
     (tmp_path / "visible" / "data.txt").write_text("shared data\n")
@@ -78,6 +82,7 @@ async def test_inside_the_sandbox(ws: Path, tmp_path: Path, bwrap_only: None) ->
     assert (ws / "inside.txt").read_text() == "ws\n" and out[-1] == "chainreact-sandbox"
 
 
+@ONLY_BWRAP
 async def test_network_is_off_unless_allowed(ws: Path, bwrap_only: None) -> None:
     hits = 0
 
