@@ -22,6 +22,8 @@ def register(add: AddCommand) -> None:
     s.add_argument("text", help="the user's message; '-' reads stdin")
     s.add_argument("--session", required=True, help="the conversation's id")
     s.add_argument("--user", default=None, metavar="JSON", help='the user object, e.g. \'{"id": "u1"}\'')
+    s.add_argument("--group", default=None, metavar="JSON",
+                   help='a group conversation\'s message: {"id": "g1", "mentions": ["support"]}')
     s.add_argument("--state", default=None, metavar="URL",
                    help="state store URL (else $CHAINREACT_STATE, the flow's `state`, the default "
                         "SQLite file)")
@@ -45,36 +47,38 @@ def cmd_flow(args: argparse.Namespace) -> int:
     raise UsageError("flow: give a subcommand: send or schema")
 
 
-def _user(value: str | None) -> dict[str, Any] | None:
+def _object(value: str | None, option: str = "--user") -> dict[str, Any] | None:
     if value is None:
         return None
     try:
-        user = json.loads(value)
+        obj = json.loads(value)
     except ValueError as e:
-        raise UsageError(f"--user: not JSON ({e}); give an object such as '{{\"id\": \"u1\"}}'") from None
-    if not isinstance(user, dict):
-        raise UsageError(f"--user: expected a JSON object, got {type(user).__name__}")
-    return user
+        raise UsageError(f"{option}: not JSON ({e}); give an object such as '{{\"id\": \"u1\"}}'") from None
+    if not isinstance(obj, dict):
+        raise UsageError(f"{option}: expected a JSON object, got {type(obj).__name__}")
+    return obj
 
 
 def cmd_flow_send(args: argparse.Namespace) -> int:
     import asyncio
 
     text = sys.stdin.read() if args.text == "-" else args.text
-    user = _user(args.user)
+    user = _object(args.user)
+    group = _object(args.group, "--group")
     from ..flows import Flow
 
     flow = Flow.load(args.flow, state=args.state)
-    return asyncio.run(_send(flow, args, text, user))
+    return asyncio.run(_send(flow, args, text, user, group))
 
 
-async def _send(flow: Any, args: argparse.Namespace, text: str, user: dict[str, Any] | None) -> int:
+async def _send(flow: Any, args: argparse.Namespace, text: str, user: dict[str, Any] | None,
+                group: dict[str, Any] | None) -> int:
     try:
         if args.jsonl:
-            async for ev in flow.stream(args.session, text, user=user):
+            async for ev in flow.stream(args.session, text, user=user, group=group):
                 write(json.dumps(ev.to_dict(), ensure_ascii=False, default=str) + "\n")
             return EXIT_OK
-        turn = await flow.send(args.session, text, user=user)
+        turn = await flow.send(args.session, text, user=user, group=group)
     finally:
         await flow.aclose()
     if args.json:

@@ -14,6 +14,7 @@ that same `flow:<flow id>:<session>` key.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,10 +141,12 @@ class Flow:
 
     # -- turns ------------------------------------------------------------------------------------
 
-    async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None) -> TurnResult:
-        """Run one turn and return its messages (see TurnResult)."""
+    async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
+                   group: Mapping[str, Any] | None = None) -> TurnResult:
+        """Run one turn and return its messages (see TurnResult). `group` marks a group conversation's
+        message: `{"id": group id, "mentions": [names mentioned]}`."""
         turn = TurnResult(node=None, ended=False, messages=[])
-        async for ev in self.stream(session, text, user=user):
+        async for ev in self.stream(session, text, user=user, group=group):
             if ev.type == "message":
                 turn.messages.append(FlowMessage(ev.node or "", ev.data["content"]))
             elif ev.type == "output":
@@ -155,7 +158,8 @@ class Flow:
         return turn
 
     async def stream(self, session: str, text: str, *,
-                     user: Mapping[str, Any] | None = None) -> AsyncIterator[FlowEvent]:
+                     user: Mapping[str, Any] | None = None,
+                     group: Mapping[str, Any] | None = None) -> AsyncIterator[FlowEvent]:
         """Run one turn, yielding its events; the session is saved before `turn_end`."""
         store = await self.store()
         key = self.session_key(session)
@@ -168,6 +172,7 @@ class Flow:
         else:
             state = _Session(snap.get("node"), False, snap.get("output"), dict(snap.get("vars") or {}))
         env: dict[str, Any] = {"userInput": text, "user": dict(user or {}), "session": {"id": session},
+                               "group": dict(group) if group is not None else None,
                                "vars": state.vars, "output": state.output}
         hops = 0
         while state.node is not None:
@@ -210,6 +215,12 @@ class Flow:
 
     async def _agent_step(self, node: AIAgentNode, env: dict[str, Any], state: _Session,
                           key: str) -> AsyncIterator[FlowEvent]:
+        group = env.get("group")
+        if group is not None and node.groupConfig is not None and node.groupConfig.directMessageOnly \
+                and not addressed(node.name, env["userInput"], group):
+            # Not for this agent: no answer, nothing remembered, the session stays where it is.
+            yield FlowEvent("ignored", node.name, {"reason": "directMessageOnly: not addressed"})
+            return
         if node.loginRequired and not _authenticated(env["user"]):
             yield FlowEvent("login_required", node.name)
             yield _message(node.name, LOGIN_REQUIRED_MESSAGE)
@@ -250,6 +261,18 @@ class Flow:
 
 def _message(node: str, text: str) -> FlowEvent:
     return FlowEvent("message", node, {"role": "assistant", "content": text})
+
+
+def addressed(name: str, text: str, group: Mapping[str, Any]) -> bool:
+    """Whether a group message is for the agent `name`: mentioned (`group["mentions"]` holds the name),
+    `@name` in the text, or the text starts with the name followed by `,` or `:` ("support: my order")."""
+    mentions = group.get("mentions") or []
+    if isinstance(mentions, list | tuple) and any(str(m).lstrip("@").lower() == name.lower()
+                                                  for m in mentions):
+        return True
+    if re.search(r"(?<![\w@])@" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
+        return True
+    return re.match(re.escape(name) + r"\s*[,:]", text.lstrip(), re.IGNORECASE) is not None
 
 
 def _authenticated(user: Any) -> bool:
