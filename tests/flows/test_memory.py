@@ -77,3 +77,25 @@ async def test_summary_survives_a_new_flow_object(fake_llm: Any, tmp_path: Path)
         await flow.send("s", "m5", user={"id": "u1"})
     assert srv.chat_requests[-1].messages[0]["content"].endswith(SUMMARY_HEADER + "S1")
     srv.assert_all_consumed()
+
+
+async def test_long_term_episodic_memory_is_recalled_in_a_new_session(fake_llm: Any, tmp_path: Path) -> None:
+    srv = fake_llm([{"text": json.dumps({"response": "Nice name!"})},
+                    {"text": json.dumps({"response": "Rex."})},
+                    {"text": json.dumps({"response": "No idea."})}])
+    doc = chat_flow(srv.url)
+    doc["nodes"][0]["memory"] = {"longTermMemory": {"memoryId": "ltm-{{user.id}}"}}
+    async with Flow.from_dict(doc, state=f"sqlite:///{tmp_path}/s.db") as flow:
+        await flow.send("s1", "my dog is called Rex", user={"id": "u1"})
+        assert "remember" not in srv.chat_requests[0].messages[0]["content"]  # nothing stored yet
+        await flow.send("s2", "what is my dog called?", user={"id": "u1"})
+        system = srv.chat_requests[1].messages[0]["content"]
+        assert ("Things you remember that may be relevant:\n- The user said: my dog is called Rex\n"
+                "The assistant answered: Nice name!") in system
+        assert len(srv.chat_requests[1].messages) == 2  # a new session: no conversation window
+        # Another user's memory (another memoryId) is not recalled.
+        await flow.send("s3", "what is my dog called?", user={"id": "u2"})
+        assert "Rex" not in srv.chat_requests[2].messages[0]["content"]
+        store = await flow.store()
+        kept = await store.memories(namespace="ltm-u1")
+        assert [m.type for m in kept] == ["episodic", "episodic"] and {m.scope for m in kept} == {"chat"}

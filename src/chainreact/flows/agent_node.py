@@ -18,7 +18,14 @@ from ..types import Message
 from .errors import OutputValidationError
 from .exprs import render
 from .llm import agent_config
-from .memory import SUMMARY_HEADER, read_context, summary_request
+from .memory import (
+    MEMORIES_HEADER,
+    SUMMARY_HEADER,
+    read_context,
+    recall_memories,
+    summary_request,
+    write_memory,
+)
 from .model import AIAgentNode
 
 TEXT_FIELDS = ("response", "answer", "message", "reply", "text")
@@ -96,6 +103,9 @@ async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Any, con
     history = context.history
     if context.summary:
         system += "\n\n" + SUMMARY_HEADER + context.summary
+    memories = await recall_memories(node, env, store)
+    if memories:
+        system += "\n\n" + MEMORIES_HEADER + "\n".join(f"- {m}" for m in memories)
     cfg = agent_config(node, system_prompt=system)
     if node.tools and node.maxToolExecutions > 0:
         cfg["tools"] = [t.model_dump(exclude_none=True, by_alias=True) for t in node.tools]
@@ -119,7 +129,9 @@ async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Any, con
     # Only the turn's user message and the valid answer are remembered: retries and tool rounds are not
     # part of the conversation the next turn should see.
     await store.append(key, [Message("user", user_text), Message("assistant", result.content)])
-    return AgentOutcome(output, answer_text(output, schema), attempts)
+    text = answer_text(output, schema)
+    await write_memory(node, env, store, text if text is not None else result.content)
+    return AgentOutcome(output, text, attempts)
 
 
 __all__ = ["TEXT_FIELDS", "AgentOutcome", "answer_text", "memory_key", "parse_output", "run_agent_node"]

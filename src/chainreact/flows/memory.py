@@ -66,10 +66,51 @@ async def read_context(node: AIAgentNode, store: Any, key: str, summarize: Any) 
     return Context(history, summary)
 
 
+MEMORIES_HEADER = "Things you remember that may be relevant:\n"
+RECALL_K = 5
+
+
+def _long_term(node: AIAgentNode, env: dict[str, Any]) -> tuple[Any, str, str] | None:
+    """(the definition, scope, namespace) of the node's long-term memory, or None."""
+    from ..state import GLOBAL
+    from .exprs import render
+
+    ltm = node.memory.longTermMemory if node.memory is not None else None
+    if ltm is None:
+        return None
+    scope = GLOBAL if ltm.scope == "global" else node.name
+    return ltm, scope, render(ltm.memoryId, env) if ltm.memoryId else ""
+
+
+async def recall_memories(node: AIAgentNode, env: dict[str, Any], store: Any) -> list[str]:
+    """The memories of the node's long-term memory (its type, scope and rendered memoryId) that best match
+    the user's input, best first."""
+    lt = _long_term(node, env)
+    if lt is None:
+        return []
+    ltm, scope, namespace = lt
+    found = await store.recall(str(env.get("userInput") or ""), RECALL_K, scope=scope, type=ltm.memoryType,
+                               namespace=namespace)
+    return [m.text for m in found]
+
+
+async def write_memory(node: AIAgentNode, env: dict[str, Any], store: Any, answer: str) -> None:
+    """After a turn, an episodic memory of what happened. Semantic and procedural memories need the
+    model to extract facts or instructions: not written yet (docs/flows.md)."""
+    lt = _long_term(node, env)
+    if lt is None or lt[0].memoryType != "episodic":
+        return
+    _, scope, namespace = lt
+    text = f"The user said: {env.get('userInput')}\nThe assistant answered: {answer}"
+    meta = {"session": env["session"]["id"], "node": node.name}
+    await store.remember(text, scope=scope, type="episodic", metadata=meta, namespace=namespace)
+
+
 def summary_request(prompt: str, previous: str | None, messages: list[Message]) -> str:
     lines = [f"{m.role}: {m.text}" for m in messages]
     before = f"The summary so far:\n{previous}\n\n" if previous else ""
     return f"{prompt}\n\n{before}The messages to add:\n" + "\n".join(lines)
 
 
-__all__ = ["DEFAULT_SUMMARY_PROMPT", "SUMMARY_HEADER", "Context", "read_context", "summary_request"]
+__all__ = ["DEFAULT_SUMMARY_PROMPT", "MEMORIES_HEADER", "RECALL_K", "SUMMARY_HEADER", "Context",
+           "read_context", "recall_memories", "summary_request", "write_memory"]
