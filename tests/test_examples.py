@@ -37,6 +37,12 @@ EXPECTED = {
     "state_basic.py": ["last 2 -> ['assistant']", "last 3 -> ['assistant', 'tool', 'assistant']",
                        "recall -> The user prefers window seats", "still to run ['ask_user']",
                        "events after 1 -> ['interrupted']"],
+    "state_interrupt.py": ["1. interrupted: [ask_user] How many backups should I keep? "
+                           "schema={'type': 'integer'}",
+                           "does not match the asked schema: $: expected integer, got string",
+                           '2. interrupted: [approval] Allow remove_backup with {"name":"nightly-01"}?',
+                           "3. stop: Kept the newest 3 backups and removed nightly-02.",
+                           "removed ['nightly-02']; list_backups ran 1 time(s); run is done"],
     "tools_typed.py": ['"format": "date"', "tool: Error: invalid arguments for place_order: $.deliver_on:",
                        "tool: ordered 3 units for Friday 04 December 2026", "answer: Done"],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",

@@ -355,6 +355,14 @@ class Agent:
                                       checkpoint=checkpoint)
         return AgentRun(self.name, make_plan, input, stream, resume)
 
+    async def resume(self, run_id: str, answers: Mapping[str, Any] | None = None, *, store: Any,
+                     **kwargs: Any) -> RunResult:
+        """Go on with a run saved in `store` (a chainreact.state Store: anything with `resume_run(agent,
+        run_id, answers, **kwargs)`): an interrupted run with `answers` by question id, or one whose
+        process died. Answers are checked before anything runs; `stream=True` as for `run`."""
+        result: RunResult = await store.resume_run(self, run_id, dict(answers or {}), **kwargs)
+        return result
+
     def run_sync(self, input: Any = None, **kwargs: Any) -> RunResult:
         """Blocking `run()` for scripts. Uses one background event loop per process, so connection pools
         survive between calls; don't call it from inside a running event loop."""

@@ -112,6 +112,8 @@ def _import_function(path: str, where: str, base_dir: Path | None = None) -> Cal
 
 async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
     tools: list[Tool] = []
+    approve: set[int] = set()  # ids of the tools whose descriptor sets requireApproval
+    approve_mcp: set[str] = set()  # the `where` of MCP entries that set it (their tools come later)
     mcp: list[tuple[str, ToolDescriptor]] = []
     mcp_at = 0  # MCP tools take the place of the first MCP entry (servers connect together)
     for i, entry in enumerate(entries):
@@ -124,6 +126,7 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
             continue
         desc = entry if isinstance(entry, ToolDescriptor) else ToolDescriptor.model_validate(entry)
         desc = owner.render_descriptor(desc)
+        before = len(tools)
         if desc.type == "builtin":
             if not desc.name:
                 raise ConfigError(f"{where}: a builtin tool needs a name (e.g. 'bash')")
@@ -135,15 +138,15 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
             fn = _import_function(str(path), where, owner.base_dir)
             if isinstance(fn, Tool):  # already a tool (e.g. decorated with @tool)
                 tools.append(fn)
-                continue
-            from ..tools.base import FunctionTool
+            else:
+                from ..tools.base import FunctionTool
 
-            name = desc.name if desc.name and ":" not in desc.name else None
-            ft = FunctionTool(fn, name=name, description=desc.description or None,
-                             parameters=_parameters(desc.parameters, where))
-            if desc.timeout:
-                ft.timeout = desc.timeout / 1000
-            tools.append(ft)
+                name = desc.name if desc.name and ":" not in desc.name else None
+                ft = FunctionTool(fn, name=name, description=desc.description or None,
+                                 parameters=_parameters(desc.parameters, where))
+                if desc.timeout:
+                    ft.timeout = desc.timeout / 1000
+                tools.append(ft)
         elif desc.type in ("http", "standard"):
             from ..tools.http import create_http_tool
 
@@ -152,6 +155,8 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
             if not mcp:
                 mcp_at = len(tools)
             mcp.append((where, desc))
+            if desc.requireApproval:
+                approve_mcp.add(where)
         elif desc.type == "agent":
             tools.append(_agent_tool(desc, owner, where))
         elif desc.type == "rulechain":
@@ -160,6 +165,8 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
                 "load the chain (chainreact run --load CHAIN, chainreact serve CHAIN_DIR), or run this agent "
                 "as an ai/agent node of a chain"
             )
+        if desc.requireApproval:
+            approve.update(id(t) for t in tools[before:])
     if mcp:
         try:
             from ..tools.mcp import load_mcp_tools
@@ -171,6 +178,11 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
         found = await load_mcp_tools([d for _, d in mcp], providers=owner.providers,
                                      taken=[t.name for t in tools], wheres=[w for w, _ in mcp])
         tools[mcp_at:mcp_at] = found
+        approve.update(id(t) for t in found if _mcp_where(t) in approve_mcp)
+    if approve:
+        from .interrupts import require_approval
+
+        tools = [require_approval(t) if id(t) in approve else t for t in tools]
     seen: dict[str, int] = {}
     for i, t in enumerate(tools):
         if t.name in seen:
@@ -178,6 +190,11 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
                               "tool names must be unique—rename one")
         seen[t.name] = i
     return tools
+
+
+def _mcp_where(t: Tool) -> str | None:
+    """The descriptor entry ("tools[3]") an MCP tool came from."""
+    return getattr(getattr(getattr(t, "server", None), "config", None), "where", None)
 
 
 def _parameters(p: Any, where: str) -> dict[str, Any] | None:

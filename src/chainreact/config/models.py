@@ -114,6 +114,8 @@ class ToolDescriptor(_Model):
     output: dict[str, Any] | None = None
     execution: dict[str, Any] | None = None
     mcpClient: dict[str, Any] | None = None
+    # chainreact extension: each call waits for a human decision (approve, reject, edit; agent/interrupts.py)
+    requireApproval: bool = False
 
 
 class AgentConfig(_Model):

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..types import Message
+from .checkpoint import RUN_STATUSES  # the snapshot owns the statuses; re-exported here
 from .codec import drop_orphan_results, dumps, estimate_tokens, loads, message_from_dict, message_to_dict
 from .embeddings import Embedder, fuse, pack, rank
 from .errors import RunNotFoundError, StateError
 from .url import StoreURL
 
 MEMORY_TYPES = ("semantic", "episodic", "procedural")
-RUN_STATUSES = ("running", "interrupted", "done", "failed", "cancelled")
 GLOBAL = "global"
 
 # Words that carry no meaning for recall. PostgreSQL's english configuration drops them itself; dropping
@@ -340,6 +340,20 @@ class Store(abc.ABC):
             raise StateError(f"run {run_id!r}: the snapshot is not JSON-serialisable ({e}); nothing saved") \
                 from None
         return await self._save_run(run_id, data, status, agent, session, expect_version, time.time())
+
+    async def run_agent(self, agent: Any, input: Any = None, *, session: str | None = None,
+                        **kwargs: Any) -> Any:
+        """`agent.run(input)` checkpointed here (state/runs.py `run_with_store`)."""
+        from .runs import run_with_store
+
+        return await run_with_store(agent, self, input, session=session, **kwargs)
+
+    async def resume_run(self, agent: Any, run_id: str, answers: dict[str, Any] | None = None,
+                         **kwargs: Any) -> Any:
+        """Go on with a saved run (state/runs.py `resume_with_store`); `Agent.resume(..., store=)`."""
+        from .runs import resume_with_store
+
+        return await resume_with_store(agent, self, run_id, answers, **kwargs)
 
     async def load_run(self, run_id: str) -> RunRecord:
         """The run's last checkpoint; RunNotFoundError when the store has no such run."""

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..types import Message, ToolCall
-from .base import RUN_STATUSES
 from .codec import message_from_dict, message_to_dict
 from .errors import StateError
 
 FORMAT = 1
+RUN_STATUSES = ("running", "interrupted", "done", "failed", "cancelled")
 QUESTION_KINDS = ("ask_user", "approval")  # the kinds chainreact answers specially; others are allowed
 
 

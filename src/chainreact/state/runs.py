@@ -15,18 +15,19 @@ from typing import Any
 
 from ..agent import Agent, Checkpoint, Resume, RunResult
 from ..tools.base import ToolOutput
-from .base import Store
 from .checkpoint import Question, RunSnapshot, ToolOutcome, prepare_resume, save_snapshot
+from .errors import StateError
 
 
-def snapshot_of(cp: Checkpoint, *, session: str | None = None) -> RunSnapshot:
+def snapshot_of(cp: Checkpoint, *, session: str | None = None,
+                extra: dict[str, Any] | None = None) -> RunSnapshot:
     """The agent's checkpoint as a RunSnapshot (the messages copied: the loop's list lives on)."""
     return RunSnapshot(
         run_id=cp.run_id, status="interrupted" if cp.point == "interrupted" else "running", step=cp.step,
         messages=list(cp.messages), pending_tool_calls=list(cp.pending),
         completed_tool_results={k: ToolOutcome(v.content, v.is_error) for k, v in cp.completed.items()},
         questions=[Question(q.id, q.kind, q.question, q.schema, q.tool, q.arguments) for q in cp.questions],
-        agent=cp.agent, session=session, extra={"point": cp.point})
+        agent=cp.agent, session=session, extra={**(extra or {}), "point": cp.point})
 
 
 class StoreCheckpointer:
@@ -34,14 +35,17 @@ class StoreCheckpointer:
     before (the first expects none, or the version a resume started from), so two processes going on
     with one run cannot both save: the second gets RunConflictError."""
 
-    def __init__(self, store: Store, *, session: str | None = None, version: int = 0):
+    # `store` is a chainreact.state Store (typed Any: base.Store's run_agent/resume_run import this module)
+    def __init__(self, store: Any, *, session: str | None = None, version: int = 0,
+                 extra: dict[str, Any] | None = None):
         self.store = store
         self.session = session
+        self.extra = dict(extra or {})  # the caller's own JSON fields, kept in every snapshot's `extra`
         self.version = version
         self.last: RunSnapshot | None = None
 
     async def __call__(self, cp: Checkpoint) -> None:
-        snap = snapshot_of(cp, session=self.session)
+        snap = snapshot_of(cp, session=self.session, extra=self.extra)
         self.version = await save_snapshot(self.store, snap, expect_version=self.version)
         self.last = snap
 
@@ -54,7 +58,8 @@ class StoreCheckpointer:
             run_id = str(result.metadata.get("run_id") or run_id or "")
             snap = RunSnapshot(run_id, "cancelled" if result.stop_reason == "cancelled" else "done",
                                result.steps, list(result.messages), agent=agent, session=self.session,
-                               extra={"stop_reason": result.stop_reason, "content": result.content})
+                               extra={**self.extra, "stop_reason": result.stop_reason,
+                                      "content": result.content})
         elif self.last is not None:
             snap = self.last
             snap.status = "failed"
@@ -65,11 +70,12 @@ class StoreCheckpointer:
             self.version = await save_snapshot(self.store, snap, expect_version=self.version)
 
 
-async def run_with_store(agent: Agent, store: Store, input: Any = None, *, session: str | None = None,
-                         **kwargs: Any) -> RunResult:
+async def run_with_store(agent: Agent, store: Any, input: Any = None, *, session: str | None = None,
+                         extra: dict[str, Any] | None = None, **kwargs: Any) -> RunResult:
     """`agent.run(input)` with a checkpoint saved at every safe point and a final status (done, failed,
-    cancelled, or interrupted with its questions). The run id is `result.metadata["run_id"]`."""
-    ckpt = StoreCheckpointer(store, session=session)
+    cancelled, or interrupted with its questions). The run id is `result.metadata["run_id"]`. `extra`
+    (JSON) is kept in every snapshot of the run, resumes included (e.g. the CLI's document path)."""
+    ckpt = StoreCheckpointer(store, session=session, extra=extra)
     try:
         result = await agent.run(input, checkpoint=ckpt, **kwargs)
     except Exception as e:
@@ -79,19 +85,21 @@ async def run_with_store(agent: Agent, store: Store, input: Any = None, *, sessi
     return result
 
 
-async def resume_with_store(agent: Agent, store: Store, run_id: str, answers: dict[str, Any] | None = None,
+async def resume_with_store(agent: Agent, store: Any, run_id: str, answers: dict[str, Any] | None = None,
                             **kwargs: Any) -> RunResult:
     """Go on with a run from its last checkpoint: an interrupted one with `answers` (by question id), or
     one whose process died. Everything is checked before anything runs (see `prepare_resume`); the run
     is then claimed (saved as running, expecting the loaded version) so a second resumer fails with
     RunConflictError; completed tool calls are never run again."""
     snap, version, checked = await prepare_resume(store, run_id, answers)
+    await _check_edits(agent, snap, checked)
     snap.status, snap.questions = "running", []
     version = await save_snapshot(store, snap, expect_version=version)
     resume = Resume(snap.messages, snap.step, snap.pending_tool_calls,
                     {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()},
                     checked, run_id)
-    ckpt = StoreCheckpointer(store, session=snap.session, version=version)
+    ckpt = StoreCheckpointer(store, session=snap.session, version=version,
+                             extra={k: v for k, v in snap.extra.items() if k not in _OWN_EXTRA})
     ckpt.last = snap
     try:
         result = await agent.run(resume=resume, checkpoint=ckpt, **kwargs)
@@ -100,3 +108,27 @@ async def resume_with_store(agent: Agent, store: Store, run_id: str, answers: di
         raise
     await ckpt.finish(result, run_id, agent.name)
     return result
+
+
+_OWN_EXTRA = ("point", "error", "stop_reason", "content")  # what the checkpointer itself writes into extra
+
+
+async def _check_edits(agent: Agent, snap: RunSnapshot, answers: dict[str, Any]) -> None:
+    """Edited arguments of an approval must fit the tool's schema: refused here, before anything runs."""
+    from ..agent.interrupts import AnswerError, check_edited_arguments
+
+    edits = [(q, answers[q.id]["arguments"]) for q in snap.questions
+             if q.kind == "approval" and isinstance(answers.get(q.id), dict)
+             and answers[q.id].get("arguments") is not None]
+    if not edits:
+        return
+    tools = {t.name: t for t in await agent.tools()}
+    for q, args in edits:
+        tool = tools.get(q.tool or "")
+        if tool is None:
+            continue  # the loop reports an unknown tool to the model
+        try:
+            where = f"run {snap.run_id!r}: approval {q.id!r}"
+            check_edited_arguments(getattr(tool, "inner", tool), args, where)
+        except AnswerError as e:
+            raise StateError(str(e)) from None
