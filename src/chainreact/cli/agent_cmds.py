@@ -149,6 +149,11 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
         doc = dataclasses.replace(doc, config=config)
     agent = Agent.from_config(doc, globals=globals_, **extra)
     try:
+        if args.state or args.session:  # checkpointed, with the session's history (cli/run_state.py)
+            from .run_state import run_with_state
+
+            return await run_with_state(agent, prompt, url=args.state, session=args.session,
+                                        document=args.config, as_json=args.json, stream=args.stream)
         if args.jsonl:
             return await _run_jsonl(agent, prompt)
         if args.json:
@@ -268,6 +273,10 @@ def register(add: AddCommand) -> None:
     fmt.add_argument("--jsonl", action="store_true", help="print one JSON object per event")
     p.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
                    help="rule chains for rulechain/agent tools and the MCP 'self' provider. Repeatable.")
+    p.add_argument("--state", default=None, metavar="URL",
+                   help="checkpoint the run in this store (resumable: `chainreact runs resume`)")
+    p.add_argument("--session", default=None, metavar="KEY",
+                   help="conversation history loaded from and saved to the store")
     add_globals(p)
 
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")

@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any
 
-from .common import EXIT_OK, AddCommand, UsageError, write
+from .common import EXIT_OK, AddCommand, UsageError, add_globals, write
 
 
 def _dump(value: Any) -> str:
@@ -62,6 +62,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     if args.action == "list" and args.status and args.status not in RUN_STATUSES:
         raise UsageError(f"--status {args.status!r}: expected one of {', '.join(RUN_STATUSES)}")
+
+    if args.action == "resume":
+        import asyncio
+
+        from .common import build_globals
+        from .run_state import resume_from_cli
+
+        return asyncio.run(resume_from_cli(args.run_id, args.answer, url=args.url, document=args.doc,
+                                           globals_=build_globals(args.globals, args.globals_file),
+                                           as_json=args.json))
 
     async def run() -> int:
         async with await open_store(args.url) as store:
@@ -119,3 +129,13 @@ def register(add: AddCommand) -> None:
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("--state", dest="url", default=None, metavar="URL", help="store URL")
     q.add_argument("--events", action="store_true", help="include the run's event log")
+    q = sub.add_parser("resume", help="go on with an interrupted run (or one whose process died)")
+    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("--state", dest="url", default=None, metavar="URL", help="store URL")
+    q.add_argument("--answer", default=None, metavar="JSON",
+                   help="the answer(s): a JSON object keyed by question id, or the one question's answer "
+                        "(text that is not JSON is a string)")
+    q.add_argument("--doc", default=None, metavar="DOCUMENT",
+                   help="the agent document (default: the one `chainreact run` saved with the run)")
+    q.add_argument("--json", action="store_true", help="print one JSON object for the run")
+    add_globals(q)

@@ -1,0 +1,134 @@
+"""`chainreact run ... --state URL --session KEY` and `chainreact runs resume RUN_ID [--answer JSON]`.
+
+A run with a store is checkpointed (state/runs.py); its snapshots carry the document's path and the
+session, so `runs resume` rebuilds the agent from the same document. With `--session`, the session's
+history is the run's context and the run's new messages (from the prompt on) are appended to it when it
+finishes. An interrupted run prints its questions; on a terminal it asks them at the prompt and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from .common import EXIT_OK, UsageError, write
+
+
+def parse_answers(raw: str | None, questions: list[Any]) -> dict[str, Any]:
+    """`--answer JSON`: an object keyed by question ids, or (one question) the answer itself. Text that is
+    not JSON is a string answer."""
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    ids = {q.id for q in questions}
+    if isinstance(value, dict) and value and set(value) <= ids:
+        return value
+    if len(questions) == 1:
+        return {questions[0].id: value}
+    raise UsageError(f"--answer: the run asks {len(questions)} questions: give a JSON object keyed by their "
+                     f"ids ({', '.join(sorted(ids))})")
+
+
+def _new_messages(messages: list[Any]) -> list[Any]:
+    """The run's own messages: from its last user message (the prompt) on."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    return messages[last_user:]
+
+
+async def _finish(store: Any, result: Any, session: str | None, run_id: str, as_json: bool) -> Any:
+    if result.stop_reason != "interrupted" and session:
+        await store.append(session, _new_messages(result.messages))
+    if as_json:
+        out = result.to_dict()
+        out["run_id"] = run_id
+        if result.interruption is not None:
+            out["questions"] = [{"id": q.id, "kind": q.kind, "question": q.question, "tool": q.tool,
+                                 "arguments": q.arguments, "schema": q.schema}
+                                for q in result.interruption.questions]
+        write(json.dumps(out, ensure_ascii=False) + "\n")
+    elif result.stop_reason != "interrupted":
+        write(result.content + ("" if result.content.endswith("\n") else "\n"))
+    return result
+
+
+def _show_questions(result: Any, run_id: str, url: str | None) -> None:
+    for q in result.interruption.questions:
+        schema = f" (answer matching {json.dumps(q.schema)})" if q.schema else ""
+        write(f"? [{q.id}] {q.kind}: {q.question}{schema}\n", sys.stderr)
+    state = f" --state {url}" if url else ""
+    write(f"run {run_id} is waiting: chainreact runs resume {run_id}{state} --answer JSON\n", sys.stderr)
+
+
+def _ask_at_prompt(questions: list[Any]) -> dict[str, Any]:
+    answers: dict[str, Any] = {}
+    for q in questions:
+        hint = " [approve / reject / JSON]" if q.kind == "approval" else ""
+        write(f"? {q.question}{hint} ", sys.stderr)
+        line = sys.stdin.readline()
+        if not line:
+            raise UsageError("no answer (end of input): the run stays interrupted")
+        answers[q.id] = parse_answers(line.strip(), [q])[q.id]
+    return answers
+
+
+async def run_with_state(agent: Any, prompt: str, *, url: str | None, session: str | None,
+                         document: str, as_json: bool, stream: bool) -> int:
+    from ..state import open_store
+    from ..types import Message
+
+    async with await open_store(url) as store:
+        history = await store.history(session) if session else []
+        data: Any = [*history, Message("user", prompt)] if history else prompt
+        extra = {"document": os.path.abspath(document), "session": session}
+        result = await store.run_agent(agent, data, session=session, extra=extra, stream=stream)
+        run_id = str(result.metadata["run_id"])
+        return await _go_on(agent, store, result, run_id, url, session, as_json, stream)
+
+
+async def _go_on(agent: Any, store: Any, result: Any, run_id: str, url: str | None, session: str | None,
+                 as_json: bool, stream: bool) -> int:
+    from ..state import StateError
+
+    while True:
+        await _finish(store, result, session, run_id, as_json)
+        if result.stop_reason != "interrupted":
+            return EXIT_OK
+        if as_json or not sys.stdin.isatty():
+            if not as_json:
+                _show_questions(result, run_id, url)
+            return EXIT_OK
+        try:
+            answers = _ask_at_prompt(result.interruption.questions)
+            result = await agent.resume(run_id, answers, store=store, stream=stream)
+        except StateError as e:  # a refused answer changed nothing: ask again
+            write(f"error: {e}\n", sys.stderr)
+            rec = await store.load_run(run_id)
+            if rec.status != "interrupted":
+                raise
+
+
+async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | None, document: str | None,
+                          globals_: dict[str, Any], as_json: bool) -> int:
+    from ..agent import Agent
+    from ..state import open_store
+    from ..state.checkpoint import load_snapshot
+
+    async with await open_store(url) as store:
+        snap, _ = await load_snapshot(store, run_id)
+        doc = document or snap.extra.get("document")
+        if not doc:
+            raise UsageError(f"run {run_id!r} was not started by `chainreact run` (no document saved): give "
+                             "--doc AGENT_DOCUMENT")
+        answers = parse_answers(raw_answer, snap.questions)  # checked against the questions by resume
+        agent = Agent.from_config(doc, globals=globals_)
+        try:
+            result = await agent.resume(run_id, answers, store=store)
+            return await _go_on(agent, store, result, run_id, url, snap.extra.get("session"), as_json,
+                                False)
+        finally:
+            await agent.aclose()
