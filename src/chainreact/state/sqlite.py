@@ -147,7 +147,9 @@ class SQLiteStore(Store):
             if app_id != APPLICATION_ID:
                 tables = [r[0] for r in conn.execute(
                     "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name")]
-                if tables:
+                # Another store opening the same new file may have claimed it and made its tables between
+                # the two reads above: its schema table says the file is chainreact's after all.
+                if tables and "chainreact_schema" not in tables:
                     shown = ", ".join(tables[:5]) + (" ..." if len(tables) > 5 else "")
                     raise StateSchemaError(
                         f"{where}: {path} is a SQLite database that chainreact did not create (tables: "
