@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..jsengine import JsFunction
 from ..msg import DEFAULT, FALSE, SUCCESS, TRUE, RuleMsg, to_data_string
@@ -22,53 +22,66 @@ def make_js(component: Component, func_name: str, script: str) -> JsFunction:
                       memory_limit=engine.js_memory_limit)
 
 
-@register
-class JsFilter(Component):
-    """True when the script returns boolean true, False for any other value, Failure when it throws."""
+_FAILED: Any = object()
 
-    type_name = "jsFilter"
+
+class _JsNode(Component):
+    """What the three JS components share: the script compiled once as `function <func_name>(msg,
+    metadata, msgType, dataType)`, and a call whose exception goes on Failure."""
+
+    func_name: ClassVar[str]
     Config = JsConfig
     config: JsConfig
 
     def init(self) -> None:
         if not self.config.jsScript.strip():
             raise ValueError("jsScript is empty")
-        self.fn = make_js(self, "Filter", self.config.jsScript)
+        self.fn = make_js(self, self.func_name, self.config.jsScript)
 
-    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+    def call(self, ctx: NodeContext, msg: RuleMsg) -> Any:
+        """The script's result, or _FAILED once the message went on Failure."""
         try:
-            out = self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
+            return self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
         except Exception as e:
             ctx.tell_failure(msg, e)
-            return
-        ctx.tell_next(msg, TRUE if out is True else FALSE)
+            return _FAILED
+
+
+@register
+class JsFilter(_JsNode):
+    """True when the script returns boolean true, False for any other value, Failure when it throws."""
+
+    type_name = "jsFilter"
+    func_name = "Filter"
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        out = self.call(ctx, msg)
+        if out is not _FAILED:
+            ctx.tell_next(msg, TRUE if out is True else FALSE)
 
 
 TRANSFORM_DEFAULT = "return {'msg':msg,'metadata':metadata,'msgType':msgType,'dataType':dataType};"
 
 
 @register
-class JsTransform(Component):
+class JsTransform(_JsNode):
     """Replaces msg, metadata, msgType and dataType with what the script returns (an object)."""
 
     type_name = "jsTransform"
-    Config = JsConfig
-    config: JsConfig
+    func_name = "Transform"
 
     def init(self) -> None:
         script = self.config.jsScript.strip()
         self.pass_through = script in ("", TRANSFORM_DEFAULT)
         if not self.pass_through:
-            self.fn = make_js(self, "Transform", self.config.jsScript)
+            super().init()
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
         if self.pass_through:
             ctx.tell_next(msg, SUCCESS)
             return
-        try:
-            out = self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
-        except Exception as e:
-            ctx.tell_failure(msg, e)
+        out = self.call(ctx, msg)
+        if out is _FAILED:
             return
         if not isinstance(out, dict):
             ctx.tell_failure(msg, "return the value is not a map")
@@ -101,23 +114,15 @@ def apply_transform_result(msg: RuleMsg, out: dict[str, Any]) -> None:
 
 
 @register
-class JsSwitch(Component):
+class JsSwitch(_JsNode):
     """Routes on every relation name in the array the script returns (falling back to Default)."""
 
     type_name = "jsSwitch"
-    Config = JsConfig
-    config: JsConfig
-
-    def init(self) -> None:
-        if not self.config.jsScript.strip():
-            raise ValueError("jsScript is empty")
-        self.fn = make_js(self, "Switch", self.config.jsScript)
+    func_name = "Switch"
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        try:
-            out = self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
-        except Exception as e:
-            ctx.tell_failure(msg, e)
+        out = self.call(ctx, msg)
+        if out is _FAILED:
             return
         if not isinstance(out, list):
             ctx.tell_failure(msg, "return the value is not an array")
