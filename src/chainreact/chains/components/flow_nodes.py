@@ -227,32 +227,25 @@ class For(Component):
         try:
             if isinstance(data, list):
                 numeric = self.int_range and all(isinstance(x, int) and not isinstance(x, bool) for x in data)
-                for index, item in enumerate(data):
-                    msg.metadata["_loopIndex"] = str(index)
-                    if numeric:
-                        msg.metadata["_loopItem"] = to_data_string(item)
-                    elif mode != 2 or index == 0:
-                        msg.data = to_data_string(item)
-                        msg.metadata["_loopItem"] = msg.data
-                    else:
-                        msg.metadata["_loopItem"] = to_data_string(item)
-                    msg = await self._item(ctx, msg, results)
-                    if msg.metadata.pop("_break", None) == "true":
-                        break
+                items: list[tuple[Any, Any]] = list(enumerate(data))
             elif isinstance(data, dict):
-                for index, (k, item) in enumerate(data.items()):
-                    msg.metadata["_loopIndex"] = str(index)
-                    msg.metadata["_loopKey"] = str(k)
-                    if mode != 2 or index == 0:
-                        msg.data = to_data_string(item)
-                        msg.metadata["_loopItem"] = msg.data
-                    else:
-                        msg.metadata["_loopItem"] = to_data_string(item)
-                    msg = await self._item(ctx, msg, results)
-                    if msg.metadata.pop("_break", None) == "true":
-                        break
+                numeric, items = False, list(data.items())
             else:
                 raise ValueError("must array slice or struct type")
+            keyed = isinstance(data, dict)
+            for index, (key, item) in enumerate(items):
+                msg.metadata["_loopIndex"] = str(index)
+                if keyed:
+                    msg.metadata["_loopKey"] = str(key)
+                if numeric or (mode == 2 and index > 0):
+                    # a numeric range only counts; in mode 2 the data carries the previous item's result
+                    msg.metadata["_loopItem"] = to_data_string(item)
+                else:
+                    msg.data = to_data_string(item)
+                    msg.metadata["_loopItem"] = msg.data
+                msg = await self._item(ctx, msg, results)
+                if msg.metadata.pop("_break", None) == "true":
+                    break
         except Exception as e:
             ctx.tell_failure(msg, e)
             return
