@@ -1,0 +1,108 @@
+"""What every route module shares: the catalog, the keys, the body limit, background tasks, shutdown hooks.
+
+A route module exposes `routes(ctx) -> list[Route]`; `create_app` concatenates them. Each handler is
+wrapped by `ctx.guard(permission, ident_param)`, which checks the API key (when a keys file is given) and
+reads the body under the limit into `request.state.body`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+
+from .auth import KeyStore
+from .catalog import Catalog
+from .openai_api import error
+
+DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused past `limit` bytes whether or not the client declared its length."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def deny(status: int, message: str, code: str, openai_shape: bool) -> Response:
+    """401/403 in OpenAI's error shape on OpenAI routes, in the plain `{"error": {...}}` shape elsewhere."""
+    if openai_shape:
+        return error(status, message, "invalid_request_error" if status == 401 else "permission_error", code)
+    return JSONResponse({"error": {"message": message, "code": code}}, status_code=status)
+
+
+def is_openai_path(path: str) -> bool:
+    return path.startswith("/v1/") or path.endswith("/chat/completions")
+
+
+@dataclass
+class ServerContext:
+    catalog: Catalog
+    keys: KeyStore | None = None
+    body_limit: int = DEFAULT_BODY_LIMIT
+    # Anything a route module wants to share with others (a state store, a run registry, metrics...),
+    # by a name the module documents.
+    extras: dict[str, Any] = field(default_factory=dict)
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    # Called, in order, when the app shuts down (before the catalog closes).
+    on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A background task the app keeps a reference to, and cancels at shutdown if still running."""
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def guard(self, permission: str, ident_param: str | None = None) -> Callable[[Handler], Handler]:
+        """Auth (when a keys file is given) and the body limit, around one route."""
+        keys, limit = self.keys, self.body_limit
+
+        def wrap(fn: Handler) -> Handler:
+            async def handler(request: Request) -> Response:
+                if keys is not None:
+                    openai_shape = is_openai_path(request.url.path)
+                    auth = request.headers.get("authorization", "")
+                    token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+                    key = keys.find(token) if token else None
+                    if key is None:
+                        return deny(401, "a valid API key is required: Authorization: Bearer <key>",
+                                    "invalid_api_key", openai_shape)
+                    ident = request.path_params.get(ident_param) if ident_param else None
+                    if not key.allows(permission, ident):
+                        what = f" on {ident!r}" if ident else ""
+                        return deny(403, f"this API key lacks the {permission!r} permission{what}",
+                                    "permission_denied", openai_shape)
+                    request.state.key = key
+                try:
+                    request.state.body = await read_body(request, limit) \
+                        if request.method in ("POST", "PUT", "PATCH") else b""
+                except _TooLarge:
+                    return error(413, f"the request body is larger than the limit of {limit} bytes",
+                                 code="body_too_large")
+                except ClientDisconnect:
+                    return Response(status_code=499)
+                return await fn(request)
+
+            handler.__name__ = getattr(fn, "__name__", "handler")
+            return handler
+
+        return wrap
