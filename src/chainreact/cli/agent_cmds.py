@@ -20,9 +20,15 @@ from .common import (
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from ..tools.descriptors import document_json_schema  # the agent document + typed tool descriptor parts
+    if getattr(args, "flow", False):
+        from ..flows import flow_json_schema  # the flow document with its node kinds
 
-    print(json.dumps(document_json_schema(), indent=2, ensure_ascii=False))
+        schema = flow_json_schema()
+    else:
+        from ..tools.descriptors import document_json_schema  # the agent document + typed tool descriptors
+
+        schema = document_json_schema()
+    print(json.dumps(schema, indent=2, ensure_ascii=False))
     return EXIT_OK
 
 
@@ -282,7 +288,9 @@ def register(add: AddCommand) -> None:
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
     p.add_argument("config", nargs="+", help="agent document(s)")
 
-    add("schema", cmd_schema, "print the JSON Schema of agent documents (for editors)")
+    p = add("schema", cmd_schema,
+            "print the JSON Schema of agent documents, or with --flow of flow documents (for editors)")
+    p.add_argument("--flow", action="store_true", help="the flow document's schema (as `flow schema`)")
 
     p = add("complete", cmd_complete, "one model call (no tools) with an agent document's endpoint")
     p.add_argument("config", help="agent document (JSON or YAML)")

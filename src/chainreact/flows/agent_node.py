@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,9 +75,26 @@ def memory_key(node: AIAgentNode, env: dict[str, Any], default: str) -> str:
     return default
 
 
+async def _run(agent: Any, messages: list[Message], on_event: Callable[[Any], None] | None) -> Any:
+    """One agent run; with `on_event`, a streaming one whose events (text deltas, tool calls and results)
+    are handed to it as they happen."""
+    if on_event is None:
+        return await agent.run(messages)
+    run = agent.start(messages, stream=True)
+    try:
+        async for ev in run:
+            on_event(ev)
+    except BaseException:
+        run.cancel()  # the turn was cancelled (Ctrl-C in `chainreact chat`): stop the model call too
+        raise
+    return await run.result()
+
+
 async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Any, conversation: str,
-                         *, base_dir: Path | None = None) -> AgentOutcome:
-    """Run the node once on the turn's input. `conversation` is the session's default memory key."""
+                         *, base_dir: Path | None = None,
+                         on_event: Callable[[Any], None] | None = None) -> AgentOutcome:
+    """Run the node once on the turn's input. `conversation` is the session's default memory key;
+    `on_event` receives the agent's events as they happen (Flow.stream(agent_events=True))."""
     from ..agent import Agent
     from ..config import AgentConfig
 
@@ -116,7 +134,7 @@ async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Any, con
     try:
         while True:
             attempts += 1
-            result = await agent.run(messages)
+            result = await _run(agent, messages, on_event)
             output, errors = parse_output(result.content, schema)
             if not errors:
                 break

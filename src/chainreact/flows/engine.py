@@ -13,6 +13,8 @@ that same `flow:<flow id>:<session>` key.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -48,14 +50,16 @@ class FlowMessage:
 @dataclass
 class FlowEvent:
     """One thing that happened in a turn: `node` (entered), `message`, `output`, `warning`,
-    `login_required`, `turn_end`."""
+    `login_required`, `turn_end`; with `stream(agent_events=True)` also `agent`, whose `data["agent_event"]`
+    is the agent's own event (chainreact.types.events: text_delta, tool_call, tool_result, ...)."""
 
     type: str
     node: str | None
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"event": self.type, "node": self.node, **self.data}
+        data = {k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in self.data.items()}
+        return {"event": self.type, "node": self.node, **data}
 
 
 @dataclass
@@ -139,6 +143,18 @@ class Flow:
             return self.definition.start_node.name
         return snap.get("node")
 
+    async def reset(self, session: str) -> None:
+        """Forget a session: its current node, variables and last output, and the conversation memory
+        under its default key (with that memory's summary), so its next message starts the flow afresh.
+        Memory kept under a node's own `memoryId` (e.g. per user) and long-term memories stay."""
+        from .memory import _state_id
+
+        store = await self.store()
+        key = self.session_key(session)
+        await store.delete_run(key)
+        await store.delete_session(key)
+        await store.delete_run(_state_id(key))
+
     # -- turns ------------------------------------------------------------------------------------
 
     async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
@@ -159,8 +175,11 @@ class Flow:
 
     async def stream(self, session: str, text: str, *,
                      user: Mapping[str, Any] | None = None,
-                     group: Mapping[str, Any] | None = None) -> AsyncIterator[FlowEvent]:
-        """Run one turn, yielding its events; the session is saved before `turn_end`."""
+                     group: Mapping[str, Any] | None = None,
+                     agent_events: bool = False) -> AsyncIterator[FlowEvent]:
+        """Run one turn, yielding its events; the session is saved before `turn_end`. `agent_events`:
+        agent nodes stream their model calls and each of their events is passed on as an `agent` event
+        as it happens (answer text as it is generated, tool calls as they run: `chainreact chat`)."""
         store = await self.store()
         key = self.session_key(session)
         rec = await store.get_run(key)
@@ -202,7 +221,7 @@ class Flow:
                 go_on = _follow(state, node.transition, node.finish)
             else:
                 state.go_on = False
-                async for ev in self._agent_step(node, env, state, key):
+                async for ev in self._agent_step(node, env, state, key, agent_events):
                     yield ev
                 go_on = state.go_on
             if not go_on:
@@ -214,7 +233,7 @@ class Flow:
         yield FlowEvent("turn_end", state.node, {"current": state.node, "ended": state.ended})
 
     async def _agent_step(self, node: AIAgentNode, env: dict[str, Any], state: _Session,
-                          key: str) -> AsyncIterator[FlowEvent]:
+                          key: str, agent_events: bool = False) -> AsyncIterator[FlowEvent]:
         group = env.get("group")
         if group is not None and node.groupConfig is not None and node.groupConfig.directMessageOnly \
                 and not addressed(node.name, env["userInput"], group):
@@ -225,7 +244,25 @@ class Flow:
             yield FlowEvent("login_required", node.name)
             yield _message(node.name, LOGIN_REQUIRED_MESSAGE)
             return  # the session stays on this node until a logged-in user writes
-        result = await run_agent_node(node, env, await self.store(), key, base_dir=self.base_dir)
+        store = await self.store()
+        if not agent_events:
+            result = await run_agent_node(node, env, store, key, base_dir=self.base_dir)
+        else:
+            # The node runs in a task that hands its agent's events over a queue, so they are yielded
+            # while it runs; None marks its end.
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            task = asyncio.ensure_future(run_agent_node(node, env, store, key, base_dir=self.base_dir,
+                                                        on_event=queue.put_nowait))
+            task.add_done_callback(lambda _: queue.put_nowait(None))
+            try:
+                while (ev := await queue.get()) is not None:
+                    yield FlowEvent("agent", node.name, {"agent_event": ev})
+                result = await task
+            finally:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
         state.output = env["output"] = state.vars[node.name] = result.output
         yield FlowEvent("output", node.name, {"output": result.output, "attempts": result.attempts})
         if result.text is not None:

@@ -1,0 +1,149 @@
+"""`chainreact chat FLOW`: talk to a chat flow at a prompt.
+
+On a terminal: a readline prompt (line editing, history with the arrow keys), each answer streamed as
+the model writes it, tool calls and their results shown on stderr as they run. Lines starting with `/`
+are commands: `/quit` (or Ctrl-D), `/reset` (forget the session: the next message starts the flow
+afresh), `/help`; `//text` sends `/text`. Ctrl-C stops the turn that is running and goes back to the
+prompt. With stdin not a terminal (a pipe or a file) every line is one user message, no prompt is
+printed, and the exit status is 1 if any turn failed. The session lives in the state store like
+`chainreact flow send`'s, so `flow send --session S` and `chat --session S` continue one conversation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from typing import Any
+
+from .common import EXIT_FAIL, EXIT_OK, AddCommand, write
+
+PROMPT = "you> "
+HELP = ("/quit       leave (also Ctrl-D)\n"
+        "/reset      forget this session: the next message starts the flow again with an empty memory\n"
+        "/help       this text\n"
+        "//text      send a message that starts with '/'\n")
+
+
+def register(add: AddCommand) -> None:
+    p = add("chat", cmd_chat, "talk to a chat flow at an interactive prompt")
+    p.add_argument("flow", metavar="FLOW", help="flow document (JSON or YAML)")
+    p.add_argument("--session", default=None,
+                   help="the conversation's id (default: a new one, printed at the start)")
+    p.add_argument("--user", default=None, metavar="JSON", help='the user object, e.g. \'{"id": "u1"}\'')
+    p.add_argument("--group", default=None, metavar="JSON",
+                   help='send every message as a group conversation\'s: {"id": "g1", "mentions": [...]}')
+    p.add_argument("--state", default=None, metavar="URL",
+                   help="state store URL (else $CHAINREACT_STATE, the flow's `state`, the default "
+                        "SQLite file)")
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..flows import Flow
+    from .flow_cmds import _object
+
+    user = _object(args.user)
+    group = _object(args.group, "--group")
+    flow = Flow.load(args.flow, state=args.state)
+    session = args.session or f"chat-{secrets.token_hex(4)}"
+    interactive = sys.stdin.isatty()
+    chat = _Chat(flow, session, user, group, interactive)
+    try:
+        with asyncio.Runner() as runner:
+            try:
+                return chat.loop(runner)
+            finally:
+                runner.run(flow.aclose())
+    finally:
+        from .agent_cmds import _stop_local_if_started
+
+        _stop_local_if_started()
+
+
+class _Chat:
+    def __init__(self, flow: Any, session: str, user: dict[str, Any] | None, group: dict[str, Any] | None,
+                 interactive: bool):
+        self.flow = flow
+        self.session = session
+        self.user = user
+        self.group = group
+        self.interactive = interactive
+        self.failed = False
+
+    def _read(self) -> str | None:
+        """The next line, None at the end of input."""
+        if not self.interactive:
+            line = sys.stdin.readline()
+            return None if line == "" else line.rstrip("\n")
+        try:
+            return input(PROMPT)
+        except EOFError:
+            write("\n")
+            return None
+
+    def loop(self, runner: Any) -> int:
+        if self.interactive:
+            import readline  # noqa: F401  (input() gets line editing and history once it is loaded)
+
+            name = self.flow.definition.name or self.flow.id
+            write(f"chat with flow {name!r}, session {self.session!r} (/help for commands, /quit to leave)\n",
+                  sys.stderr)
+        while True:
+            try:
+                line = self._read()
+            except KeyboardInterrupt:
+                write("\n")  # Ctrl-C at the prompt drops the line, as shells do
+                continue
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/") and not text.startswith("//"):
+                if not self._command(runner, text):
+                    break
+                continue
+            if text.startswith("//"):
+                text = text[1:]
+            try:
+                runner.run(self._turn(text))
+            except KeyboardInterrupt:
+                write("\n[turn cancelled]\n", sys.stderr)
+            except Exception as e:  # one failed turn does not end the chat; the session is unchanged
+                self.failed = True
+                from ..errors import ChainreactError
+
+                name = "" if isinstance(e, ChainreactError) else f"{type(e).__name__}: "
+                write(f"error: {name}{e}\n", sys.stderr)
+        return EXIT_FAIL if self.failed and not self.interactive else EXIT_OK
+
+    def _command(self, runner: Any, text: str) -> bool:
+        """Run a /command; False to leave."""
+        cmd = text.split()[0].lower()
+        if cmd in ("/quit", "/exit", "/q"):
+            return False
+        if cmd == "/reset":
+            runner.run(self.flow.reset(self.session))
+            write(f"[session {self.session!r} reset: the next message starts the flow]\n", sys.stderr)
+        elif cmd == "/help":
+            write(HELP, sys.stderr)
+        else:
+            write(f"unknown command {cmd}; /help lists them (//text sends a message starting with '/')\n",
+                  sys.stderr)
+        return True
+
+    async def _turn(self, text: str) -> None:
+        from .chat_render import TurnPrinter
+
+        printer = TurnPrinter(self.flow)
+        try:
+            async for ev in self.flow.stream(self.session, text, user=self.user, group=self.group,
+                                             agent_events=True):
+                printer.show(ev)
+        finally:
+            printer.finish()
+
+
+__all__ = ["cmd_chat", "register"]
