@@ -1,4 +1,4 @@
-"""`chainreact serve`: agents and rule chains over HTTP (needs the `server` extra)."""
+"""`chainreact serve`: agents, rule chains and flows over HTTP (needs the `server` extra)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         print(hash_key(args.hash_key))
         return EXIT_OK
+    if args.hash_password:
+        from ..server.login import hash_password
+
+        print(hash_password(args.hash_password))
+        return EXIT_OK
     if not args.paths:
-        raise UsageError("serve: give at least one agent/chain file or folder")
+        raise UsageError("serve: give at least one agent/chain/flow file or folder")
     try:
         import uvicorn
 
@@ -26,6 +31,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          ) from None
     catalog = Catalog.load(args.paths, globals=build_globals(args.globals, args.globals_file))
     keys = KeyStore.load(args.keys) if args.keys else None
+    extras = _login_extras(args)
     if keys is None and not _loopback(args.host):
         print(f"warning: serving on {args.host} without --keys: anyone who reaches this port can run "
               "every agent and chain", file=sys.stderr)
@@ -36,9 +42,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not catalog.entries:
         print("error: nothing to serve", file=sys.stderr)
         return EXIT_FAIL
-    app = create_app(catalog, keys=keys, body_limit=args.body_limit)
+    app = create_app(catalog, keys=keys, body_limit=args.body_limit, **extras)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
     return EXIT_OK
+
+
+def _login_extras(args: argparse.Namespace) -> dict[str, object]:
+    """Users for POST /api/v1/login (server/login.py): --users, else the keys file's `users:` section."""
+    from ..server.login import UserStore
+
+    users = UserStore.load(args.users) if args.users else \
+        UserStore.load(args.keys, required=False) if args.keys else None
+    if users is None:
+        return {}
+    return {"users": users, "secret": args.secret, "token_ttl": args.token_ttl}
 
 
 def _loopback(host: str) -> bool:
@@ -52,10 +69,18 @@ def _loopback(host: str) -> bool:
 
 def register(add: AddCommand) -> None:
     p = add("serve", cmd_serve, "serve agents and rule chains over HTTP (OpenAI's and RuleGo's APIs)")
-    p.add_argument("paths", nargs="*", help="agent documents, rule chains, or folders of them")
+    p.add_argument("paths", nargs="*", help="agent documents, rule chains, flows, or folders of them")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
     p.add_argument("--keys", help="API keys file (YAML/JSON; see docs/server.md); without it, no auth")
     p.add_argument("--body-limit", type=int, default=10 * 1024 * 1024, help="max request body in bytes")
     p.add_argument("--hash-key", metavar="KEY", help="print the SHA-256 of KEY for a keys file, and exit")
+    p.add_argument("--users", help="users for POST /api/v1/login (a file with a users: section; default: the "
+                                   "keys file's users: section)")
+    p.add_argument("--secret", help="secret signing login tokens (default: $CHAINREACT_SECRET, else random "
+                                    "per process)")
+    p.add_argument("--token-ttl", type=int, default=3600,
+                   help="login token lifetime in seconds (default 3600)")
+    p.add_argument("--hash-password", metavar="PASSWORD",
+                   help="print a scrypt hash of PASSWORD for the users: section, and exit")
     add_globals(p)

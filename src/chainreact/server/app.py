@@ -3,6 +3,8 @@
 Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     openai_routes   GET /v1/models, POST /v1/chat/completions
     rulego_routes   /api/v1/rules/...
+    flows_routes    /api/v1/flows/...
+    login           POST /api/v1/login
     (here)          GET /healthz, /readyz
 
 To add a wing of routes: a new module with `routes(ctx)`, and its line in ROUTE_MODULES.
@@ -21,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from . import openai_routes, rulego_routes
+from . import flows_routes, login, openai_routes, rulego_routes
 from .auth import KeyStore
 from .catalog import Catalog
 from .context import DEFAULT_BODY_LIMIT, ServerContext, read_body
@@ -32,6 +34,8 @@ log = logging.getLogger("chainreact.server")
 ROUTE_MODULES = (
     openai_routes,
     rulego_routes,
+    flows_routes,
+    login,
 )
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "create_app", "read_body"]
@@ -49,7 +53,8 @@ def create_app(catalog: Catalog, *, keys: KeyStore | None = None, body_limit: in
     async def readyz(request: Request) -> Response:
         kinds = [e.kind for e in catalog.entries.values()]
         return JSONResponse({"status": "ready", "agents": kinds.count("agent"),
-                             "chains": kinds.count("chain"), "problems": catalog.problems})
+                             "chains": kinds.count("chain"), "flows": kinds.count("flow"),
+                             "problems": catalog.problems})
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz)]
     for module in ROUTE_MODULES:

@@ -1,9 +1,10 @@
-"""What a server serves: agents and rule chains loaded from files or folders, by id.
+"""What a server serves: agents, rule chains and flows loaded from files or folders, by id.
 
 A document's kind comes from its shape (config.detect_document_kind). Agents are keyed by their node id
-(else the file name); chains by `ruleChain.id`. A broken file is reported with its path and the rest
-still load; an id given twice is an error naming both files. Flows are recognised and listed as not
-served yet.
+(else the file name); chains by `ruleChain.id`; flows by their `id` (else `name`, else the file name). A
+broken file is reported with its path and the rest still load; an id given twice is an error naming both
+files. A flow entry holds the validated `Flow`; the server binds it to its state store on first use
+(server/flows_runtime.py).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ _SUFFIXES = (".json", ".yaml", ".yml")
 @dataclass(slots=True)
 class Entry:
     id: str
-    kind: str  # "agent" | "chain"
+    kind: str  # "agent" | "chain" | "flow"
     source: str
-    obj: Any  # an Agent, or the chain id in the engine
+    obj: Any  # an Agent, the chain id in the engine, or a chainreact.flows.Flow
     description: str = ""
 
 
@@ -33,7 +34,7 @@ class Entry:
 class Catalog:
     entries: dict[str, Entry] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # files that did not load, with why
-    skipped: list[str] = field(default_factory=list)  # recognised but not served (flows)
+    skipped: list[str] = field(default_factory=list)  # files in folders that are no document of ours
     engine: Any = None  # the RuleEngine, created when the first chain loads
 
     @classmethod
@@ -51,8 +52,10 @@ class Catalog:
                 if parsed is not None:
                     found.append((f, *parsed, path.is_dir()))
         g = dict(globals or {})
-        # Chains first: agents' rulechain tools and the MCP `self` provider use the loaded chains.
-        for f, data, kind, in_folder in sorted(found, key=lambda x: x[2] != "chain"):
+        # Chains first: agents' rulechain tools, the MCP `self` provider and flows' rulechain nodes use
+        # the loaded chains.
+        order = {"chain": 0, "agent": 1}
+        for f, data, kind, in_folder in sorted(found, key=lambda x: order.get(x[2], 2)):
             cat._load(f, data, kind, g, quiet=in_folder)
         return cat
 
@@ -92,7 +95,12 @@ class Catalog:
                 desc = (info.additionalInfo or {}).get("description") or info.name or ""
                 self._add(Entry(chain.id, "chain", str(path), chain.id, str(desc)))
             else:
-                self.skipped.append(f"{path}: a flow (flows are not served yet)")
+                from ..flows import Flow
+
+                flow = Flow.load(path)
+                fallback = flow.definition.id or flow.definition.name or path.stem
+                self._add(Entry(fallback, "flow", str(path), flow, flow.definition.description
+                                or flow.definition.name))
         except ConfigError as e:
             if not quiet:
                 raise

@@ -1,7 +1,11 @@
 """OpenAI-compatible routes for everything loaded.
 
-    GET  /v1/models              agents and chains by id
-    POST /v1/chat/completions    model = an agent or chain id; stream or not
+    GET  /v1/models              agents, chains and flows by id
+    POST /v1/chat/completions    model = an agent, chain or flow id; stream or not
+
+A flow gets the last user message as one turn of the session named by `user` (or `X-Session-Key`; none:
+a new session, whose key comes back in the `X-Session-Key` response header); the answer is the turn's
+messages (server/flows_runtime.py).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .context import ServerContext, deny
+from .flows_runtime import FlowRuntime, flow_frames, flow_user, last_user_text, session_key
 from .frames import agent_frames, chain_frames
 from .openai_api import agent_input, error, parse_chat_request, respond
 
@@ -32,15 +37,26 @@ def routes(ctx: ServerContext) -> list[Route]:
             return body
         ident = body.get("model")
         if not isinstance(ident, str) or not ident:
-            return error(400, "'model' must name a served agent or chain (GET /v1/models lists them)")
+            return error(400, "'model' must name a served agent, chain or flow (GET /v1/models lists them)")
         key = getattr(request.state, "key", None)
         if key is not None and not key.allows("execute", ident):
             return deny(403, f"this API key may not use {ident!r}", "permission_denied", True)
         entry = catalog.entries.get(ident)
         if entry is None:
-            return error(404, f"no agent or chain with id {ident!r}; GET /v1/models lists them",
+            return error(404, f"no agent, chain or flow with id {ident!r}; GET /v1/models lists them",
                          code="model_not_found")
         stream = bool(body.get("stream"))
+        if entry.kind == "flow":
+            text = last_user_text(body)
+            if text is None:
+                return error(400, "a flow needs a user message: the last 'user' message is sent to it",
+                             code="invalid_messages")
+            flow = await FlowRuntime.of(ctx).flow(ident)
+            sid = session_key(request, body)
+            user = flow_user(ctx, request, flow, None)
+            resp = await respond(request, flow_frames(flow, sid, text, user), ident, stream)
+            resp.headers["X-Session-Key"] = sid
+            return resp
         if entry.kind == "agent":
             frames = agent_frames(entry.obj, agent_input(body), stream=stream)
         else:

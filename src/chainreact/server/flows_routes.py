@@ -1,0 +1,163 @@
+"""Flow routes: sessions of the served flows, one user message per request.
+
+    GET  /api/v1/flows                                  the served flows
+    POST /api/v1/flows/{id}/sessions/{sid}/messages     one turn: SSE of its events, or JSON
+    GET  /api/v1/flows/{id}/sessions/{sid}              the session: node, ended, variables (secrets masked)
+
+A turn answers as SSE (`event: <type>`, `id: <n>`, `data: <event JSON>`, one per flow event, ending with
+`turn_end`) unless the request sends `Accept: application/json` (without text/event-stream) or
+`"stream": false`: then one JSON object, the `chainreact flow send --json` form plus `session` and
+`events`. The user: see server/flows_runtime.py (a login token wins over the body's `user`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .context import ServerContext
+from .flows_runtime import FlowRuntime, flow_user, needs_login
+from .openai_api import SSE_HEADERS
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9._:@~+=-]{1,200}$")
+_SECRET_NAME = re.compile(r"pass(word|wd)?|secret|token|api[_-]?key|authorization|credential|private[_-]?key",
+                          re.IGNORECASE)
+
+
+def _fail(status: int, message: str, code: str) -> Response:
+    return JSONResponse({"error": {"message": message, "code": code}}, status_code=status)
+
+
+def mask_secrets(value: Any) -> Any:
+    """`value` with every entry whose name looks like a secret (password, token, apiKey, ...) masked."""
+    if isinstance(value, dict):
+        return {k: "***" if isinstance(k, str) and _SECRET_NAME.search(k) else mask_secrets(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]
+    return value
+
+
+def _wants_json(request: Request, body: dict[str, Any]) -> bool:
+    if body.get("stream") is False:
+        return True
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/event-stream" not in accept
+
+
+def _sse(event: str, data: Any, seq: int) -> bytes:
+    return f"id: {seq}\nevent: {event}\n".encode() + b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+def routes(ctx: ServerContext) -> list[Route]:
+    runtime = FlowRuntime.of(ctx)
+
+    async def _flow_or_404(request: Request) -> Any:
+        ident = request.path_params["id"]
+        sid = request.path_params["sid"]
+        flow = await runtime.flow(ident)
+        if flow is None:
+            return _fail(404, f"no flow with id {ident!r}; GET /api/v1/flows lists them", "not_found")
+        if not _SESSION_ID.match(sid):
+            return _fail(400, "the session id must be 1-200 characters of letters, digits and ._:@~+=-",
+                         "bad_session_id")
+        return flow
+
+    @ctx.guard("read")
+    async def list_flows(request: Request) -> Response:
+        key = getattr(request.state, "key", None)
+        items = []
+        for e in ctx.catalog.entries.values():
+            if e.kind != "flow" or (key is not None and not key.allows("read", e.id)):
+                continue
+            d = e.obj.definition
+            items.append({"id": e.id, "name": d.name, "description": d.description,
+                          "start": d.start_node.name, "nodes": [n.name for n in d.nodes],
+                          "loginRequired": needs_login(e.obj)})
+        return JSONResponse({"items": items, "total": len(items)})
+
+    @ctx.guard("execute", "id")
+    async def send(request: Request) -> Response:
+        flow = await _flow_or_404(request)
+        if isinstance(flow, Response):
+            return flow
+        try:
+            body = orjson.loads(request.state.body or b"{}")
+        except orjson.JSONDecodeError as e:
+            return _fail(400, f"the request body is not valid JSON: {e}", "bad_request")
+        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+            return _fail(400, 'expected a JSON object {"text": "...", "user": {...}}', "bad_request")
+        for name in ("user", "group"):
+            if body.get(name) is not None and not isinstance(body[name], dict):
+                return _fail(400, f"'{name}' must be an object", "bad_request")
+        if "stream" in body and not isinstance(body["stream"], bool):
+            return _fail(400, "'stream' must be true or false", "bad_request")
+        sid = request.path_params["sid"]
+        user = flow_user(ctx, request, flow, body.get("user"))
+        events = flow.stream(sid, body["text"], user=user, group=body.get("group"))
+        if _wants_json(request, body):
+            return await _as_json(flow, sid, events)
+        return StreamingResponse(_as_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @ctx.guard("read", "id")
+    async def session(request: Request) -> Response:
+        flow = await _flow_or_404(request)
+        if isinstance(flow, Response):
+            return flow
+        sid = request.path_params["sid"]
+        rec = await (await runtime.store()).get_run(flow.session_key(sid))
+        snap = rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else {}
+        ended = bool(snap.get("ended"))
+        return JSONResponse({
+            "flow": flow.id, "session": sid, "exists": rec is not None,
+            # The node the next message goes to: a new or ended session starts again at the start node.
+            "node": snap.get("node") if snap and not ended else flow.definition.start_node.name,
+            "ended": ended, "variables": mask_secrets(snap.get("vars") or {}),
+            "output": mask_secrets(snap.get("output")),
+        })
+
+    return [
+        Route("/api/v1/flows", list_flows),
+        Route("/api/v1/flows/{id}/sessions/{sid}/messages", send, methods=["POST"]),
+        Route("/api/v1/flows/{id}/sessions/{sid}", session),
+    ]
+
+
+async def _as_json(flow: Any, sid: str, events: AsyncIterator[Any]) -> Response:
+    from ..flows import FlowMessage, TurnResult
+
+    turn = TurnResult(node=None, ended=False, messages=[])
+    seen: list[dict[str, Any]] = []
+    try:
+        async for ev in events:
+            seen.append(ev.to_dict())
+            if ev.type == "message":
+                turn.messages.append(FlowMessage(ev.node or "", ev.data["content"]))
+            elif ev.type == "output":
+                turn.output = ev.data["output"]
+            elif ev.type == "turn_end":
+                turn.node, turn.ended = ev.data["current"], ev.data["ended"]
+    except Exception as e:  # the turn failed: nothing was saved, the session did not move
+        return JSONResponse({"error": {"message": str(e) or type(e).__name__, "code": "turn_failed"}},
+                            status_code=500)
+    return JSONResponse({"session": sid, **turn.to_dict(), "events": seen})
+
+
+async def _as_sse(events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+    seq = 0
+    try:
+        async for ev in events:
+            seq += 1
+            yield _sse(ev.type, ev.to_dict(), seq)
+    except Exception as e:
+        seq += 1
+        yield _sse("error", {"event": "error", "message": str(e) or type(e).__name__,
+                             "type": "stream_error"}, seq)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]

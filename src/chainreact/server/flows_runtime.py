@@ -1,0 +1,151 @@
+"""Flows as the server runs them: bound to one state store, the user of a request, a turn as frames.
+
+The store: `ctx.extras["state"]` when the server has one (a chainreact.state Store, or a store URL that is
+opened on first use), else one in-memory SQLite store for the process (sessions are lost on restart; the
+flow document's own `state` key is not used by the server: one server, one store).
+
+The user handed to a flow: the logged-in user of the request (server/login.py) when it sends a valid
+token. Without one, the body's `user` object is passed along, except that for a flow with a
+`loginRequired` node its `id` is dropped: a client cannot log itself in by naming an id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.requests import Request
+
+from .context import ServerContext
+from .frames import Done, Failed, Frame, Text
+
+log = logging.getLogger("chainreact.server")
+
+STATE_EXTRA = "state"  # ctx.extras name of the server's state store (a Store, or a URL)
+_RUNTIME_EXTRA = "flows_runtime"
+
+
+class FlowRuntime:
+    """The flows of one app, bound lazily to the server's store (opened once, closed at shutdown)."""
+
+    def __init__(self, ctx: ServerContext):
+        self.ctx = ctx
+        self._store: Any = None
+        self._own_store = False
+        self._lock = asyncio.Lock()
+        self._bound: dict[str, Any] = {}
+        ctx.on_shutdown.append(self.aclose)
+
+    @classmethod
+    def of(cls, ctx: ServerContext) -> FlowRuntime:
+        """The runtime of this app (created by whichever route module asks first)."""
+        rt = ctx.extras.get(_RUNTIME_EXTRA)
+        if rt is None:
+            rt = ctx.extras[_RUNTIME_EXTRA] = cls(ctx)
+        return rt
+
+    async def store(self) -> Any:
+        async with self._lock:
+            if self._store is None:
+                from ..state import open_store
+
+                given = self.ctx.extras.get(STATE_EXTRA)
+                if given is None or isinstance(given, str):
+                    url = given or "sqlite:///:memory:"
+                    self._store, self._own_store = await open_store(url), True
+                    if given is None:
+                        log.info("flows: no state store given; sessions live in memory and are lost on "
+                                 "restart")
+                else:
+                    self._store = given
+            return self._store
+
+    async def flow(self, ident: str) -> Any:
+        """The served flow `ident`, bound to the server's store and chain engine; None if not a flow."""
+        entry = self.ctx.catalog.entries.get(ident)
+        if entry is None or entry.kind != "flow":
+            return None
+        bound = self._bound.get(ident)
+        if bound is None or bound[0] is not entry.obj:
+            from ..flows import Flow
+
+            loaded = entry.obj
+            definition = loaded.definition
+            if not definition.id:
+                # Sessions are keyed by the flow's id: a flow without one takes its served id, so two
+                # anonymous flows never share sessions in one store.
+                definition = definition.model_copy(update={"id": ident})
+            flow = Flow(definition, source=loaded.source, store=await self.store(),
+                        chains=self.ctx.catalog.engine)
+            bound = self._bound[ident] = (loaded, flow)
+        return bound[1]
+
+    async def aclose(self) -> None:
+        if self._store is not None and self._own_store:
+            await self._store.close()
+        self._store = None
+        self._bound.clear()
+
+
+def needs_login(flow: Any) -> bool:
+    return any(getattr(n, "loginRequired", None) for n in flow.definition.nodes)
+
+
+def flow_user(ctx: ServerContext, request: Request, flow: Any, given: Any) -> dict[str, Any]:
+    """The user object for a turn: the logged-in user (token) wins; see the module docstring."""
+    from .login import request_user
+
+    user = dict(given) if isinstance(given, Mapping) else {}
+    authed = request_user(ctx, request)
+    if authed is not None:
+        return {**user, **authed}
+    if needs_login(flow):
+        user.pop("id", None)
+    return user
+
+
+def session_key(request: Request, body: Mapping[str, Any]) -> str:
+    """The session of an OpenAI request: `user`, else the X-Session-Key header, else a new one."""
+    given = body.get("user")
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    header = request.headers.get("x-session-key", "").strip()
+    return header or "s-" + secrets.token_hex(8)
+
+
+def last_user_text(body: Mapping[str, Any]) -> str | None:
+    """The text of the last user message of an OpenAI request (text parts joined), or None."""
+    for m in reversed(body.get("messages") or []):
+        if m.get("role") != "user":
+            continue
+        content = m.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(str(p.get("text", "")) for p in content
+                           if isinstance(p, dict) and p.get("type") == "text")
+        return None
+    return None
+
+
+async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any]) -> AsyncIterator[Frame]:
+    """One turn as frames: each message of the turn is a Text frame (messages after the first are
+    preceded by a blank line), then Done with all of them."""
+    parts: list[str] = []
+    try:
+        async for ev in flow.stream(session, text, user=user):
+            if ev.type == "message":
+                content = str(ev.data.get("content", ""))
+                yield Text(("\n\n" if parts else "") + content)
+                parts.append(content)
+    except Exception as e:  # a turn that fails saves nothing; the client gets why
+        yield Failed(str(e) or type(e).__name__)
+        return
+    yield Done("\n\n".join(parts), model=flow.id)
+
+
+__all__ = ["STATE_EXTRA", "FlowRuntime", "flow_frames", "flow_user", "last_user_text", "needs_login",
+           "session_key"]
