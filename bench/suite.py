@@ -35,7 +35,7 @@ FRAMEWORKS = {
     "agno": "agno",
 }
 PEERS = ("pydantic_ai", "openai_agents", "langgraph", "agno")
-WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft")
+WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows")
 
 # Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request).
 FULL = {"runs": 10, "reps": 5, "warmup": 2, "conc_runs": 500, "conc_reps": 1, "agents": 10_000,
@@ -100,6 +100,25 @@ def run_ttft(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"status": "error", "reason": f"ttft exited {cp.returncode}: {cp.stderr[-1500:]}"}
 
 
+def run_flows(quick: bool) -> dict[str, Any]:
+    """bench/flows.py (chat-flow turn overhead against stored history) in its own process."""
+    import subprocess
+    import tempfile
+
+    from procs import PYTHON, ROOT, bench_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "flows.json"
+        cmd = [PYTHON, str(BENCH / "flows.py"), "--json", str(out), *(["--quick"] if quick else [])]
+        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=bench_env(), cwd=ROOT)
+        if not out.exists():
+            return {"status": "error", "reason": f"flows.py exited {cp.returncode}: {cp.stderr[-1500:]}"}
+        result: dict[str, Any] = json.loads(out.read_text())
+    if result.get("problems"):
+        result["reason"] = "; ".join(result["problems"])
+    return result
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="few runs: checks the suite works, numbers are rough")
@@ -144,6 +163,13 @@ def main(argv: list[str] | None = None) -> int:
         print("[bench] time to first text delta", flush=True)
         results["ttft"] = run_ttft(cfg)
         print("        " + _ttft_summary(results["ttft"]), flush=True)
+    if "flows" in workloads and "chainreact" in fws:
+        print("[bench] chat-flow turn overhead against stored messages", flush=True)
+        results["flows"] = run_flows(args.quick)
+        f = results["flows"]
+        line = (", ".join(f"{n} stored: {v:.2f} ms CPU/turn" for n, v in f["cpu_per_turn_ms"].items())
+                if f.get("status") == "ok" else f"{f.get('status')}: {f.get('reason')}")
+        print("        " + line, flush=True)
     results["meta"]["duration_s"] = time.perf_counter() - started
     results["meta"]["machine"]["load_avg_end"] = list(__import__("os").getloadavg())
     failures = _failures(results)
@@ -166,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         import report
 
         written = report.write(results)
+        if results.get("flows", {}).get("status") == "ok":
+            import flows
+
+            written += flows.write_docs(results["flows"])
         print(f"[bench] wrote {', '.join(str(p) for p in written)}")
     return 0
 
@@ -179,6 +209,9 @@ def _failures(results: dict[str, Any]) -> list[str]:
     t = results.get("ttft")
     if t and t.get("status") != "ok":
         out.append(f"ttft: {t.get('reason')}")
+    f = results.get("flows")
+    if f and f.get("status") != "ok":
+        out.append(f"flows: {f.get('reason')}")
     return out
 
 
