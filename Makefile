@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip install --prefer-binary --disable-pip-version-check 
 PYPROJECT_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
 DEMO_TASK ?= What is 17 + 25? Use the add tool.
 
-.PHONY: demo test lint bench bench-smoke install install-dev clean-venv
+.PHONY: demo test lint screenshots bench bench-smoke install install-dev clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "chainreact needs Python >= 3.11"'
@@ -41,6 +41,10 @@ test: install-dev
 lint: install-dev
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+
+## screenshots: the playground's browser tests, writing their screenshots to docs/images/ (needs chromium)
+screenshots: install-dev
+	CHAINREACT_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/playground
 
 $(VENV)/.stamp-bench-$(PYPROJECT_HASH): $(VENV)/.stamp-dev-$(PYPROJECT_HASH)
 	$(PIP) -e '.[bench]'

@@ -5,6 +5,7 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     rulego_routes   /api/v1/rules/...
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
+    playground_routes   / (the web playground), /playground/...
     (here)          GET /healthz, /readyz
 
 To add a wing of routes: a new module with `routes(ctx)`, and its line in ROUTE_MODULES.
@@ -23,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from . import flows_routes, login, openai_routes, rulego_routes
+from . import flows_routes, login, openai_routes, playground_routes, rulego_routes
 from .auth import KeyStore
 from .catalog import Catalog
 from .context import DEFAULT_BODY_LIMIT, ServerContext, read_body
@@ -36,6 +37,7 @@ ROUTE_MODULES = (
     rulego_routes,
     flows_routes,
     login,
+    playground_routes,
 )
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "create_app", "read_body"]

@@ -66,16 +66,21 @@ async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[
     gen = agent.stream(data)
     try:
         async for e in gen:
+            # A sub-agent's own text, reasoning and end (agent-as-tool with emit_internal_events) are not
+            # the answer: its result reaches the caller as the tool's result. Its tool calls are shown.
+            if len(e.path) > 1 and not isinstance(e, ev.ToolCallEvent | ev.ToolResultEvent):
+                continue
             if isinstance(e, ev.TextDelta):
                 yield Text(e.text)
             elif isinstance(e, ev.ReasoningDelta):
                 yield Reasoning(e.text)
             elif isinstance(e, ev.ToolCallEvent):
                 yield Tool({"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
-                            "arguments": _args(e.call.arguments)})
+                            "arguments": _args(e.call.arguments), "path": list(e.path)})
             elif isinstance(e, ev.ToolResultEvent):
                 yield Tool({"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
-                            "content": e.content, "isError": e.is_error})
+                            "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms,
+                            "path": list(e.path)})
             elif isinstance(e, ev.Final):
                 yield Done(e.content, e.usage, model)
             elif isinstance(e, ev.Cancelled):

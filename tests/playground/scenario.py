@@ -1,0 +1,84 @@
+"""What the browser tests serve: agents over a FakeLLM responder and two chains.
+
+The responder is stateless (it answers from the request alone), so one server serves every test:
+    helper   asks for the `double` tool (the `echo` chain) once, then answers "Doubled: <result>"
+    planner  calls `counter` as a sub-agent (its events nested in the planner's stream), then answers
+    counter  calls the Python tool `count_letters` once, then answers
+    router   a chain: a filter sends big numbers one way and small ones the other
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def responder(body: dict[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    last = messages[-1] if messages else {}
+    if "You double numbers" in system:
+        if last.get("role") == "tool":
+            n = json.loads(last["content"]).get("n") if last["content"].startswith("{") else last["content"]
+            return {"text": f"Doubled: {n}. Anything else?", "chunks": 4, "chunk_delay": 0.05,
+                    "reasoning": "The user wants the number doubled; the double tool does that."}
+        return {"tool_calls": [{"id": "call_double", "name": "double", "arguments": {"n": 21}}],
+                "tool_delay": 0.05}
+    if "You count" in system:
+        if last.get("role") == "tool":
+            return {"text": f"It has {last['content']} letters."}
+        return {"tool_calls": [{"id": "call_count", "name": "count_letters",
+                                "arguments": {"word": "chainreact"}}]}
+    if "You plan" in system:
+        if last.get("role") == "tool":
+            return {"text": f"The counter answered: {last['content']}", "chunks": 3}
+        return {"tool_calls": [{"id": "call_counter", "name": "counter",
+                                "arguments": {"request": "count chainreact"}}]}
+    return {"text": "I only know two tricks."}
+
+
+RETURN = " return {msg: msg, metadata: metadata, msgType: msgType};"
+
+
+def count_letters(word: str) -> int:
+    """Count the letters of a word."""
+    return len(word)
+
+
+def docs(llm_url: str) -> dict[str, dict[str, Any]]:
+    agent = {"url": llm_url, "key": "unused", "model": "fake-model", "maxRetries": -1}
+    return {
+        "echo.json": {"ruleChain": {"id": "echo", "name": "Echo"},
+                      "metadata": {"nodes": [{"id": "t", "type": "jsTransform", "configuration": {
+                          "jsScript": "msg.n = msg.n * 2;" + RETURN}}],
+                          "connections": []}},
+        "router.json": {
+            "ruleChain": {"id": "router", "name": "Router",
+                          "additionalInfo": {"description": "big numbers one way, small ones the other"}},
+            "metadata": {"nodes": [
+                {"id": "check", "type": "jsFilter", "name": "Is it big?",
+                 "configuration": {"jsScript": "return msg.n > 10;"}},
+                {"id": "big", "type": "jsTransform", "name": "Mark big", "configuration": {
+                    "jsScript": "msg.size = 'big';" + RETURN}},
+                {"id": "small", "type": "jsTransform", "name": "Mark small", "configuration": {
+                    "jsScript": "msg.size = 'small';" + RETURN}},
+                {"id": "log", "type": "jsTransform", "name": "Stamp", "configuration": {
+                    "jsScript": "metadata.stamped = 'yes';" + RETURN}},
+            ], "connections": [
+                {"fromId": "check", "toId": "big", "type": "True"},
+                {"fromId": "check", "toId": "small", "type": "False"},
+                {"fromId": "big", "toId": "log", "type": "Success"},
+                {"fromId": "small", "toId": "log", "type": "Success"},
+            ]}},
+        "helper.json": {"id": "helper", "type": "ai/agent", "name": "helper", "configuration": {
+            **agent, "systemPrompt": "You double numbers.", "description": "Doubles numbers with a tool",
+            "tools": [{"type": "rulechain", "targetId": "echo", "name": "double", "description": "Double n",
+                       "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}]}},
+        "planner.json": {"id": "planner", "type": "ai/agent", "name": "planner", "configuration": {
+            **agent, "systemPrompt": "You plan.", "description": "Delegates to the counter",
+            "tools": [{"type": "agent", "targetId": "counter", "config": {"emit_internal_events": True}}]}},
+        "counter.json": {"id": "counter", "type": "ai/agent", "name": "counter", "configuration": {
+            **agent, "systemPrompt": "You count letters.", "description": "Counts letters",
+            "tools": [{"type": "python", "name": "count_letters",
+                       "config": {"function": "tests.playground.scenario:count_letters"}}]}},
+    }

@@ -1,0 +1,203 @@
+"""The playground in a real browser (headless Debian chromium) against a real server and FakeLLM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from chainreact.server import Catalog, create_app
+from chainreact.testing import FakeLLM
+from tests.server.conftest import Served
+
+from .conftest import console_errors, screenshot
+from .scenario import docs, responder
+
+WAIT = 20
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    llm = FakeLLM(responder)
+    llm.start()
+    folder = tmp_path_factory.mktemp("served")
+    import json
+
+    for name, doc in docs(llm.url).items():
+        (folder / name).write_text(json.dumps(doc))
+    catalog = Catalog.load([folder])
+    assert not catalog.problems, catalog.problems
+    srv = Served(create_app(catalog)).__enter__()
+    try:
+        yield srv
+    finally:
+        srv.__exit__()
+        llm.stop()
+
+
+def wait(driver: webdriver.Chrome, what: Any, timeout: float = WAIT) -> Any:
+    return WebDriverWait(driver, timeout).until(lambda d: what(d))
+
+
+def find(driver: webdriver.Chrome, css: str) -> list[WebElement]:
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def open_page(driver: webdriver.Chrome, url: str) -> None:
+    driver.get(url)
+    wait(driver, lambda d: find(d, "#catalog a"))
+
+
+def test_static_files_ship_in_the_package_and_nothing_else_is_served(server: Served) -> None:
+    page = httpx.get(server.url + "/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    js = httpx.get(server.url + "/playground/app.js")
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    assert httpx.get(server.url + "/playground/..%2Fapp.py").status_code == 404
+    assert httpx.get(server.url + "/playground/nope.js").status_code == 404
+    # every asset the page and the modules reference exists (offline: nothing from elsewhere)
+    static = Path(__file__).resolve().parents[2] / "src/chainreact/server/playground"
+    for f in static.iterdir():
+        text = f.read_text()
+        text = text.replace("http://www.w3.org/2000/svg", "")  # a namespace name, never fetched
+        assert "http://" not in text and "https://" not in text, f.name
+
+
+def test_catalog_lists_everything_and_search_filters(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/")
+    ids = sorted(a.get_attribute("data-id") or "" for a in find(browser, "#catalog a"))
+    assert ids == ["counter", "echo", "helper", "planner", "router"]
+    assert [h.text.lower() for h in find(browser, "#catalog h2")] == ["agents", "chains"]
+    screenshot(browser, "playground-catalog.png")
+    search = browser.find_element(By.ID, "search")
+    search.send_keys("doub")  # matches the helper's description, not its id
+    wait(browser, lambda d: len(find(d, "#catalog a")) == 1)
+    assert find(browser, "#catalog a")[0].get_attribute("data-id") == "helper"
+    assert "1 of 5" in browser.find_element(By.ID, "catalog-status").text
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys(Keys.BACKSPACE)
+    wait(browser, lambda d: len(find(d, "#catalog a")) == 5)
+    assert console_errors(browser) == []
+
+
+def test_chat_streams_the_answer_with_a_tool_card_and_folded_reasoning(browser: webdriver.Chrome,
+                                                                       server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/helper")
+    box = wait(browser, lambda d: find(d, "#chat-input"))[0]
+    box.send_keys("Please double 21", Keys.ENTER)
+    answer = wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if "Doubled" in e.text])[0]
+    wait(browser, lambda d: answer.text == "Doubled: 42. Anything else?")
+    card = find(browser, ".msg.assistant details.tool")[0]
+    assert card.get_attribute("data-tool") == "double"
+    wait(browser, lambda d: "done" in (card.get_attribute("class") or ""))
+    card.find_element(By.TAG_NAME, "summary").click()
+    assert '"n": 21' in card.find_element(By.CSS_SELECTOR, ".args").text
+    assert '"n": 42' in card.find_element(By.CSS_SELECTOR, ".result").text
+    assert card.find_element(By.CSS_SELECTOR, ".dur").text.endswith("ms")
+    reasoning = find(browser, ".msg.assistant details.reasoning")[0]
+    assert reasoning.get_attribute("open") is None  # folded until asked
+    assert "double tool" in reasoning.get_attribute("textContent")
+    assert "tokens" in find(browser, ".msg.assistant .meta")[0].text
+    screenshot(browser, "playground-chat.png")
+    # the session is kept: a reload shows the same conversation from the session store
+    browser.refresh()
+    wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith("Doubled: 42")])
+    assert find(browser, ".msg.user .text")[0].text == "Please double 21"
+    # a new session starts empty, the old one stays in the picker
+    browser.find_element(By.ID, "new-session").click()
+    wait(browser, lambda d: not find(d, ".msg"))
+    assert len(find(browser, "#session-picker option")) == 2
+    assert console_errors(browser) == []
+
+
+def test_sub_agent_calls_nest_inside_their_parent_card(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/planner")
+    box = wait(browser, lambda d: find(d, "#chat-input"))[0]
+    box.send_keys("Get 21 doubled", Keys.ENTER)
+    wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if "counter answered" in e.text])
+    outer = find(browser, ".msg.assistant > .body > details.tool")
+    assert [c.get_attribute("data-tool") for c in outer] == ["counter"]
+    inner = outer[0].find_elements(By.CSS_SELECTOR, ".nested > details.tool")
+    assert [c.get_attribute("data-tool") for c in inner] == ["count_letters"]
+    assert "done" in (inner[0].get_attribute("class") or "")
+    screenshot(browser, "playground-nested.png")
+    assert console_errors(browser) == []
+
+
+def test_chain_graph_shows_the_path_of_a_message(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/chain/router/graph")
+    wait(browser, lambda d: len(find(d, "#chain-graph svg g.node")) == 4)
+    labels = sorted(e.get_attribute("data-labels") or "" for e in find(browser, "#chain-graph g.edge"))
+    assert labels == ["False", "Success", "Success", "True"]
+    data = browser.find_element(By.ID, "trace-data")
+    data.clear()
+    data.send_keys('{"n": 42}')
+    browser.find_element(By.ID, "trace-run").click()
+    wait(browser, lambda d: find(d, "#trace-steps li"))
+
+    def visited(css: str) -> list[str]:
+        def name(e: WebElement) -> str:
+            a = e.get_attribute
+            return a("data-id") or f"{a('data-from')}>{a('data-to')}"
+
+        return sorted(name(e) for e in find(browser, css))
+
+    assert visited("g.node.visited") == ["big", "check", "log"]
+    assert visited("g.edge.visited") == ["big>log", "check>big"]
+    steps = [e.text.split(" (")[0] for e in find(browser, "#trace-steps li")]
+    assert steps == ["check → True", "big → Success", "log → Success"]
+    # a node's in/out messages on click (and with the keyboard)
+    node = find(browser, 'g.node[data-id="big"]')[0]
+    node.click()
+    ios = wait(browser, lambda d: find(d, "#node-detail pre.io"))
+    assert [e.get_attribute("data-flow") for e in ios] == ["IN", "OUT"]
+    assert '"size"' not in ios[0].text and '"size": "big"' in ios[1].text
+    screenshot(browser, "playground-chain.png")
+    browser.find_element(By.CSS_SELECTOR, 'g.node[data-id="small"]').send_keys(Keys.ENTER)
+    wait(browser, lambda d: "did not reach" in d.find_element(By.ID, "node-detail").text)
+    assert console_errors(browser) == []
+
+
+def test_a_sub_agents_text_and_end_stay_out_of_the_answer_its_tool_calls_are_shown(server: Served) -> None:
+    # Before: the sub-agent's streamed text was sent as the answer and its end ended the stream.
+    body = {"model": "planner", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    resp = httpx.post(server.url + "/v1/chat/completions", headers={"X-Stream-Protocol": "agui"}, json=body,
+                      timeout=30)
+    frames = [orjson.loads(line[6:]) for line in resp.text.split("\n\n")
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    deltas = [f["choices"][0]["delta"] for f in frames]
+    assert "".join(d.get("content", "") for d in deltas) == "The counter answered: It has 10 letters."
+    tools = [(t["type"], t["toolName"], t["path"]) for d in deltas for t in d.get("tool_calls", [])]
+    assert tools == [("TOOL_CALL_START", "counter", ["planner"]),
+                     ("TOOL_CALL_START", "count_letters", ["planner", "counter"]),
+                     ("TOOL_CALL_RESULT", "count_letters", ["planner", "counter"]),
+                     ("TOOL_CALL_RESULT", "counter", ["planner"])]
+    assert [f["choices"][0]["finish_reason"] for f in frames].count("stop") == 1
+    assert resp.text.rstrip().endswith("data: [DONE]")
+
+
+def test_trace_endpoint_refuses_bad_input_and_unknown_chains(server: Served) -> None:
+    url = server.url + "/playground/api/chains/{}/trace"
+    assert httpx.post(url.format("nope"), json={}).status_code == 404
+    bad = httpx.post(url.format("router"), content=b"{not json")
+    assert bad.status_code == 400 and "not valid JSON" in bad.json()["error"]["message"]
+    meta = httpx.post(url.format("router"), json={"metadata": {"k": 1}})
+    assert meta.status_code == 400 and "'metadata'" in meta.json()["error"]["message"]
+    small = httpx.post(url.format("router"), json={"msgType": "T", "data": {"n": 3}, "metadata": {"k": "v"}})
+    assert small.status_code == 200
+    outs = [(e["nodeId"], e["relation"]) for e in small.json()["events"] if e["flow"] == "OUT"]
+    assert outs == [("check", "False"), ("small", "Success"), ("log", "Success")]
+    assert small.json()["events"][0]["msg"]["metadata"] == {"k": "v"}
+    catalog = httpx.get(server.url + "/playground/api/catalog").json()["items"]
+    assert {"id": "helper", "kind": "agent", "description": "Doubles numbers with a tool",
+            "model": "fake-model"} in catalog
