@@ -49,7 +49,8 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
     def factory(docs: dict[str, dict[str, Any]], *, keys: dict[str, Any] | None = None,
-                body_limit: int = 10 * 1024 * 1024, globals: dict[str, Any] | None = None) -> Served:
+                body_limit: int = 10 * 1024 * 1024, globals: dict[str, Any] | None = None,
+                **extras: Any) -> Served:
         folder = tmp_path / "served"
         folder.mkdir(exist_ok=True)
         for name, doc in docs.items():
@@ -59,7 +60,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
             (tmp_path / "keys.json").write_text(json.dumps(keys))
             key_store = KeyStore.load(tmp_path / "keys.json")
         catalog = Catalog.load([folder], globals=globals)
-        s = Served(create_app(catalog, keys=key_store, body_limit=body_limit)).__enter__()
+        s = Served(create_app(catalog, keys=key_store, body_limit=body_limit, **extras)).__enter__()
         started.append(s)
         return s
 

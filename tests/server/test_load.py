@@ -192,5 +192,5 @@ def test_a_thousand_concurrent_streams_all_complete_unmixed(tmp_path: Path) -> N
     assert not bad, f"{len(bad)} of {RUNS} streams wrong, e.g. {bad[:3]}"
     assert sorted(t for t, _, _ in results) == sorted(tokens)  # one answer per request, none lost
     assert model.first_calls == RUNS and model.calls == RUNS * (STEPS + 1)
-    assert proc.returncode == -signal.SIGTERM and "Traceback" not in err, err[-3000:]
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]  # a graceful stop exits 0
     print(f"{RUNS} concurrent streams in {elapsed:.1f} s")

@@ -44,8 +44,8 @@ def test_serve_process_answers_and_stops_on_sigterm(fake_llm: Any, tmp_path: Pat
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
-    # uvicorn shuts down gracefully, then re-raises the signal: the exit status says "terminated by SIGTERM"
-    assert proc.returncode == -signal.SIGTERM, err
+    # a graceful stop (nothing in flight) is a normal exit
+    assert proc.returncode == 0, err
     assert "Traceback" not in err
     assert "serving agent 'bot'" in err
 

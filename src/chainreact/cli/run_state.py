@@ -34,15 +34,11 @@ def parse_answers(raw: str | None, questions: list[Any]) -> dict[str, Any]:
                      f"ids ({', '.join(sorted(ids))})")
 
 
-def _new_messages(messages: list[Any]) -> list[Any]:
-    """The run's own messages: from its last user message (the prompt) on."""
-    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
-    return messages[last_user:]
-
-
 async def _finish(store: Any, result: Any, session: str | None, run_id: str, as_json: bool) -> Any:
+    from ..state.runs import session_messages
+
     if result.stop_reason != "interrupted" and session:
-        await store.append(session, _new_messages(result.messages))
+        await store.append(session, session_messages(result.messages))
     if as_json:
         out = result.to_dict()
         out["run_id"] = run_id

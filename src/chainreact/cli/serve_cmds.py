@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
+import signal
 import sys
+from types import FrameType
+from typing import Any
 
 from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals
 
@@ -42,9 +46,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not catalog.entries:
         print("error: nothing to serve", file=sys.stderr)
         return EXIT_FAIL
-    app = create_app(catalog, keys=keys, body_limit=args.body_limit, **extras)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=30)
+    from ..state import ENV_VAR, mask_url, parse_url
+
+    state = args.state or os.environ.get(ENV_VAR) or None
+    if state:
+        parse_url(state)  # a malformed URL fails here, before the port is taken
+        print(f"state store: {mask_url(state)} (runs, sessions, flows)", file=sys.stderr)
+    app = create_app(catalog, keys=keys, body_limit=args.body_limit, state=state, grace=args.grace,
+                     **extras)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                            timeout_graceful_shutdown=max(args.grace, 0.001))
+    _graceful_server(config, app.state.ctx.extras["runs"]).run()
     return EXIT_OK
+
+
+def _graceful_server(config: Any, registry: Any) -> Any:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """uvicorn's server, told by SIGTERM/SIGINT to stop accepting and start the runs' grace period; it
+        exits 0 after a graceful stop (uvicorn would re-raise the signal and die by it)."""
+
+        def __init__(self, config: uvicorn.Config, registry: Any):
+            super().__init__(config)
+            self.registry = registry
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            self.registry.begin_shutdown()
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True  # a second Ctrl-C: stop now
+            self.should_exit = True
+
+    return GracefulServer(config, registry)
 
 
 def _login_extras(args: argparse.Namespace) -> dict[str, object]:
@@ -74,6 +107,12 @@ def register(add: AddCommand) -> None:
     p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
     p.add_argument("--keys", help="API keys file (YAML/JSON; see docs/server.md); without it, no auth")
     p.add_argument("--body-limit", type=int, default=10 * 1024 * 1024, help="max request body in bytes")
+    p.add_argument("--state", metavar="URL",
+                   help="state store for runs and sessions (sqlite:///PATH or postgresql://...; default "
+                        "$CHAINREACT_STATE, else runs kept in memory and no sessions)")
+    p.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
+                   help="on SIGTERM, how long runs in flight may go on before they are cancelled "
+                        "(default 30)")
     p.add_argument("--hash-key", metavar="KEY", help="print the SHA-256 of KEY for a keys file, and exit")
     p.add_argument("--users", help="users for POST /api/v1/login (a file with a users: section; default: the "
                                    "keys file's users: section)")

@@ -6,6 +6,7 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
     playground_routes   / (the web playground), /playground/...
+    runs_routes     /api/v1/agents/{id}/runs, /api/v1/runs/... (and the run registry the chat routes use)
     (here)          GET /healthz, /readyz
 
 To add a wing of routes: a new module with `routes(ctx)`, and its line in ROUTE_MODULES.
@@ -24,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from . import flows_routes, login, openai_routes, playground_routes, rulego_routes
+from . import flows_routes, login, openai_routes, playground_routes, rulego_routes, runs_routes
 from .auth import KeyStore
 from .catalog import Catalog
 from .context import DEFAULT_BODY_LIMIT, ServerContext, read_body
@@ -38,6 +39,7 @@ ROUTE_MODULES = (
     flows_routes,
     login,
     playground_routes,
+    runs_routes,
 )
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "create_app", "read_body"]
@@ -64,6 +66,8 @@ def create_app(catalog: Catalog, *, keys: KeyStore | None = None, body_limit: in
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        for start in ctx.on_startup:
+            await start()
         yield
         for hook in ctx.on_shutdown:
             try:

@@ -62,6 +62,8 @@ class ServerContext:
     # by a name the module documents.
     extras: dict[str, Any] = field(default_factory=dict)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    # Called, in order, when the app starts (inside the server's event loop: open stores there).
+    on_startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # Called, in order, when the app shuts down (before the catalog closes).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

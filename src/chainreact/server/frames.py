@@ -52,8 +52,6 @@ Frame = Text | Reasoning | Tool | Done | Failed
 
 async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[Frame]:
     """An agent's run as frames. Closing the iterator early (a client went away) cancels the run."""
-    from ..types import events as ev
-
     model = agent.config.model
     if not stream:
         try:
@@ -66,29 +64,42 @@ async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[
     gen = agent.stream(data)
     try:
         async for e in gen:
-            # A sub-agent's own text, reasoning and end (agent-as-tool with emit_internal_events) are not
-            # the answer: its result reaches the caller as the tool's result. Its tool calls are shown.
-            if len(e.path) > 1 and not isinstance(e, ev.ToolCallEvent | ev.ToolResultEvent):
-                continue
-            if isinstance(e, ev.TextDelta):
-                yield Text(e.text)
-            elif isinstance(e, ev.ReasoningDelta):
-                yield Reasoning(e.text)
-            elif isinstance(e, ev.ToolCallEvent):
-                yield Tool({"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
-                            "arguments": _args(e.call.arguments), "path": list(e.path)})
-            elif isinstance(e, ev.ToolResultEvent):
-                yield Tool({"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
-                            "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms,
-                            "path": list(e.path)})
-            elif isinstance(e, ev.Final):
-                yield Done(e.content, e.usage, model)
-            elif isinstance(e, ev.Cancelled):
-                yield Failed("the run was cancelled")
+            frame = event_frame(e, model)
+            if frame is not None:
+                yield frame
     except Exception as e:
         yield Failed(_error_text(e))
     finally:
         await gen.aclose()
+
+
+def event_frame(e: Any, model: str) -> Frame | None:
+    """The frame of one agent event (None: the event has no frame)."""
+    from ..types import events as ev
+
+    # A sub-agent's own text, reasoning and end (agent-as-tool with emit_internal_events) are not
+    # the answer: its result reaches the caller as the tool's result. Its tool calls are shown.
+    if len(e.path) > 1 and not isinstance(e, ev.ToolCallEvent | ev.ToolResultEvent):
+        return None
+    if isinstance(e, ev.TextDelta):
+        return Text(e.text)
+    if isinstance(e, ev.ReasoningDelta):
+        return Reasoning(e.text)
+    if isinstance(e, ev.ToolCallEvent):
+        return Tool({"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
+                     "arguments": _args(e.call.arguments), "path": list(e.path)})
+    if isinstance(e, ev.ToolResultEvent):
+        return Tool({"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
+                     "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms,
+                     "path": list(e.path)})
+    if isinstance(e, ev.Final):
+        return Done(e.content, e.usage, model)
+    if isinstance(e, ev.Cancelled):
+        return Failed("the run was cancelled")
+    if isinstance(e, ev.Interrupted):
+        return Failed("the run is waiting for answers (" + ", ".join(str(q.get("question") or q.get("id"))
+                      for q in e.questions) + "): resume it with POST /api/v1/runs/" + e.run_id + "/resume")
+    return None
 
 
 async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,

@@ -3,6 +3,9 @@
     GET  /v1/models              agents, chains and flows by id
     POST /v1/chat/completions    model = an agent, chain or flow id; stream or not
 
+An agent runs through the run registry (server/sessions.py): `user` (or `X-Session-Key`) names its
+session when the server has a state store.
+
 A flow gets the last user message as one turn of the session named by `user` (or `X-Session-Key`; none:
 a new session, whose key comes back in the `X-Session-Key` response header); the answer is the turn's
 messages (server/flows_runtime.py).
@@ -18,6 +21,7 @@ from .context import ServerContext, deny
 from .flows_runtime import FlowRuntime, flow_frames, flow_user, last_user_text, session_key
 from .frames import agent_frames, chain_frames
 from .openai_api import agent_input, error, parse_chat_request, respond
+from .sessions import agent_chat
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -57,6 +61,9 @@ def routes(ctx: ServerContext) -> list[Route]:
             resp = await respond(request, flow_frames(flow, sid, text, user), ident, stream)
             resp.headers["X-Session-Key"] = sid
             return resp
+        registry = ctx.extras.get("runs")
+        if entry.kind == "agent" and registry is not None:
+            return await agent_chat(request, registry, entry, body, ident, stream)
         if entry.kind == "agent":
             frames = agent_frames(entry.obj, agent_input(body), stream=stream)
         else:

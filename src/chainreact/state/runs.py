@@ -15,6 +15,7 @@ from typing import Any
 
 from ..agent import Agent, Checkpoint, Resume, RunResult
 from ..tools.base import ToolOutput
+from ..types import Message
 from .checkpoint import Question, RunSnapshot, ToolOutcome, prepare_resume, save_snapshot
 from .errors import StateError
 
@@ -91,6 +92,21 @@ async def resume_with_store(agent: Agent, store: Any, run_id: str, answers: dict
     one whose process died. Everything is checked before anything runs (see `prepare_resume`); the run
     is then claimed (saved as running, expecting the loaded version) so a second resumer fails with
     RunConflictError; completed tool calls are never run again."""
+    resume, ckpt = await claim_resume(agent, store, run_id, answers)
+    try:
+        result = await agent.run(resume=resume, checkpoint=ckpt, **kwargs)
+    except Exception as e:
+        await ckpt.finish(None, run_id, agent.name, e)
+        raise
+    await ckpt.finish(result, run_id, agent.name)
+    return result
+
+
+async def claim_resume(agent: Agent, store: Any, run_id: str, answers: dict[str, Any] | None = None
+                       ) -> tuple[Resume, StoreCheckpointer]:
+    """The checks and the claim of `resume_with_store`, for callers that drive the run themselves (the
+    server's `agent.start(resume=..., checkpoint=...)`): nothing has run yet when this returns; finish
+    with `ckpt.finish(result, run_id, agent.name)`."""
     snap, version, checked = await prepare_resume(store, run_id, answers)
     await _check_edits(agent, snap, checked)
     snap.status, snap.questions = "running", []
@@ -101,13 +117,13 @@ async def resume_with_store(agent: Agent, store: Any, run_id: str, answers: dict
     ckpt = StoreCheckpointer(store, session=snap.session, version=version,
                              extra={k: v for k, v in snap.extra.items() if k not in _OWN_EXTRA})
     ckpt.last = snap
-    try:
-        result = await agent.run(resume=resume, checkpoint=ckpt, **kwargs)
-    except Exception as e:
-        await ckpt.finish(None, run_id, agent.name, e)
-        raise
-    await ckpt.finish(result, run_id, agent.name)
-    return result
+    return resume, ckpt
+
+
+def session_messages(messages: list[Message]) -> list[Message]:
+    """What a finished run adds to its session: its messages from its last user message (the prompt) on."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    return messages[last_user:]
 
 
 _OWN_EXTRA = ("point", "error", "stop_reason", "content")  # what the checkpointer itself writes into extra

@@ -1,0 +1,301 @@
+"""The runs a server process is driving: started, followed, cancelled, resumed, and stopped at shutdown.
+
+Every agent run the server starts (runs API or chat completions) is an `AgentRun` registered here while it
+lives. A persisted run is checkpointed in the state store (state/runs.py's StoreCheckpointer) and its
+events are appended to the store's event log in batches (one write per batch, not per token), so
+`GET /api/v1/runs/{id}/events` can replay and live-tail it with gap-free ids. In-process listeners (the
+chat completions routes) get the events directly, without the store.
+
+When a run ends: its last events are written first, then its new messages are appended to its session,
+then its final status (done, failed, cancelled, or left interrupted) is saved; a follower that sees the
+final status has therefore seen every event, and a client's next request sees the session. A run that
+is cancelled (by a client, a disconnect or shutdown) ends with its history repaired (every tool call
+answered) and saved like any other end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import Event
+
+log = logging.getLogger("chainreact.server.runs")
+
+RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+FINAL_STATUSES = ("done", "failed", "cancelled")
+SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace period, to save its state
+
+
+class RegistryClosed(Exception):
+    """The server is shutting down: no new run is started."""
+
+
+@dataclass(eq=False)
+class LiveRun:
+    run_id: str
+    target: str  # the catalog id of the agent
+    session: str | None
+    detached: bool
+    persist: bool
+    handle: Any  # chainreact.agent.AgentRun
+    last_id: int = 0  # the last event id written to the store
+    status: str = "running"
+    result: Any = None  # the RunResult once ended
+    error: str | None = None
+    task: asyncio.Task[None] | None = None
+    created_at: float = field(default_factory=time.time)
+    listeners: list[asyncio.Queue[Event | None]] = field(default_factory=list)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def notify(self) -> None:
+        # Followers wait on the current event; a fresh one replaces it for the next change.
+        self.wake.set()
+        self.wake = asyncio.Event()
+
+
+class _EventWriter:
+    """Appends a run's events to the store, batching whatever arrived while the previous write was in
+    flight (a token stream becomes a few writes, not one per token)."""
+
+    def __init__(self, store: Any, live: LiveRun):
+        self.store, self.live = store, live
+        self.pending: list[tuple[str, Any]] = []
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, ev: Event) -> None:
+        self.pending.append((ev.type, ev.to_dict()))
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        while self.pending:
+            batch, self.pending = self.pending, []
+            try:
+                ids = await self.store.append_events(self.live.run_id, batch)
+            except Exception:  # the run goes on; its log has a hole the status still closes
+                log.exception("run %s: could not append %d events", self.live.run_id, len(batch))
+                continue
+            self.live.last_id = ids[-1]
+            self.live.notify()
+
+    async def close(self) -> None:
+        if self.task is not None:
+            await self.task
+        await self._flush()
+
+
+class RunRegistry:
+    """`store`: the state store (opened by the runs routes at startup). `sessions`: whether chat `user`
+    keys and run `session` fields read and write conversation history (only with a store the operator
+    chose: `--state` / $CHAINREACT_STATE). `persist_chats`: chat completion runs are checkpointed too.
+    `grace`: seconds in-flight runs get to finish at shutdown before they are cancelled."""
+
+    def __init__(self, *, grace: float = 30.0, sessions: bool = False, persist_chats: bool = False):
+        self.store: Any = None
+        self.grace = grace
+        self.sessions = sessions
+        self.persist_chats = persist_chats
+        self.live: dict[str, LiveRun] = {}
+        self.closing = False
+        self.shutdown_started: float | None = None
+
+    # ------------------------------------------------------------------ starting
+
+    def start_agent(self, agent: Any, target: str, data: Any, *, session: str | None = None,
+                    detached: bool = False, persist: bool = True, stream: bool = True,
+                    listen: bool = False) -> LiveRun:
+        """Start `agent` on `data` in the background; `listen` subscribes a queue (live.listeners[0])
+        before the first event can be produced."""
+        from ..state.runs import StoreCheckpointer
+
+        if self.closing:
+            raise RegistryClosed
+        ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) if persist else None
+        handle = agent.start(data, stream=stream, checkpoint=ckpt)
+        live = LiveRun(handle.run_id, target, session, detached, persist, handle)
+        return self._launch(live, agent, ckpt, listen)
+
+    async def resume_agent(self, agent: Any, target: str, run_id: str, answers: dict[str, Any], *,
+                           detached: bool = False) -> LiveRun:
+        """Go on with an interrupted run (or one whose process died) in the background. Raises the
+        store's errors (StateError for refused answers, RunConflictError when claimed elsewhere)."""
+        from ..state import RunConflictError
+        from ..state.runs import claim_resume
+
+        if self.closing:
+            raise RegistryClosed
+        if run_id in self.live:
+            raise RunConflictError(f"run {run_id!r} is running in this server: cancel it or wait for it")
+        before = await self.store.get_run(run_id)
+        resume, ckpt = await claim_resume(agent, self.store, run_id, answers)
+        handle = agent.start(resume=resume, checkpoint=ckpt, stream=True)
+        live = LiveRun(run_id, target, ckpt.session, detached, True, handle,
+                       last_id=before.last_event_id if before is not None else 0)
+        return self._launch(live, agent, ckpt, False)
+
+    def _launch(self, live: LiveRun, agent: Any, ckpt: Any, listen: bool) -> LiveRun:
+        if listen:
+            live.listeners.append(asyncio.Queue())
+        self.live[live.run_id] = live
+        live.task = asyncio.ensure_future(self._drive(live, agent, ckpt))
+        return live
+
+    async def _drive(self, live: LiveRun, agent: Any, ckpt: Any) -> None:
+        writer = _EventWriter(self.store, live) if live.persist else None
+        result, error = None, None
+        try:
+            async for ev in live.handle:
+                for q in live.listeners:
+                    q.put_nowait(ev)
+                if writer is not None:
+                    writer.add(ev)
+            result = await live.handle.result()
+        except Exception as e:
+            error = e
+        try:
+            if writer is not None:
+                await writer.close()
+            if live.session and self.sessions and result is not None and result.stop_reason != "interrupted":
+                from ..state.runs import session_messages
+
+                await self.store.append(live.session, session_messages(result.messages))
+            if live.persist:  # last: a follower that sees the final status has everything else
+                await self._save_end(live, agent, ckpt, result, error)
+        except Exception:
+            log.exception("run %s: could not save its end", live.run_id)
+        finally:
+            live.result = result
+            live.error = None if error is None else (str(error) or type(error).__name__)
+            live.status = "failed" if result is None else \
+                {"cancelled": "cancelled", "interrupted": "interrupted"}.get(result.stop_reason, "done")
+            self.live.pop(live.run_id, None)
+            for q in live.listeners:
+                q.put_nowait(None)
+            live.ended.set()
+            live.notify()
+
+    async def _save_end(self, live: LiveRun, agent: Any, ckpt: Any, result: Any,
+                        error: BaseException | None) -> None:
+        from ..state.checkpoint import RunSnapshot, save_snapshot
+
+        if result is not None:
+            await ckpt.finish(result, live.run_id, agent.name)
+            return
+        await ckpt.finish(None, live.run_id, agent.name, error)
+        if ckpt.last is None:  # failed before its first safe point: still a final status for followers
+            snap = RunSnapshot(live.run_id, "failed", agent=agent.name, session=live.session,
+                               extra={**ckpt.extra, "error": f"{type(error).__name__}: {error}"})
+            await save_snapshot(self.store, snap, expect_version=ckpt.version)
+
+    # ------------------------------------------------------------------ following, cancelling
+
+    async def listen(self, live: LiveRun) -> AsyncIterator[Event]:
+        """The run's events as they happen, for the listener subscribed at start. Leaving early (a client
+        went away) cancels the run unless it is detached, and waits until its end is saved."""
+        q = live.listeners[0]
+        try:
+            while (ev := await q.get()) is not None:
+                yield ev
+        finally:
+            await self.release(live)
+
+    async def release(self, live: LiveRun) -> None:
+        """The client attached to `live` is gone: cancel the run (unless detached) and wait for its end."""
+        if live.detached or live.ended.is_set() or live.task is None:
+            return
+        live.handle.cancel("immediate")
+        try:
+            await asyncio.shield(live.task)
+        except asyncio.CancelledError:
+            pass  # cancelled again (forced shutdown): the run's task still saves its end on its own
+
+    def cancel(self, run_id: str, mode: str, timeout: float | None = None) -> LiveRun | None:
+        """Ask a live run to stop (modes of chainreact.agent: immediate, after_model, after_tools,
+        combined with |); None when it is not running here. ValueError for an unknown mode."""
+        live = self.live.get(run_id)
+        if live is not None:
+            live.handle.cancel(mode, timeout=timeout)
+        return live
+
+    async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[Any]:
+        """The run's stored events with id > `after`, then the new ones as they are written, until the run
+        stops (done, failed, cancelled, interrupted) and every event of it was given."""
+        poll = 0.05
+        while True:
+            live = self.live.get(run_id)
+            wake = live.wake if live is not None else None
+            batch = await self.store.events(run_id, after=after, limit=500)
+            for ev in batch:
+                after = ev.id
+                yield ev
+            if batch:
+                continue
+            if wake is not None:
+                try:
+                    await asyncio.wait_for(wake.wait(), 1.0)
+                except TimeoutError:
+                    pass
+                continue
+            rec = await self.store.get_run(run_id)
+            if rec is None or (rec.status != "running" and rec.last_event_id <= after):
+                return
+            # running in the store but not here: another process (or one that died); poll
+            await asyncio.sleep(poll)
+            poll = min(poll * 2, 1.0)
+
+    async def view(self, run_id: str) -> dict[str, Any] | None:
+        """What GET /api/v1/runs/{id} answers: status, result, error, questions (None: no such run)."""
+        live = self.live.get(run_id)
+        rec = await self.store.get_run(run_id) if self.store is not None else None
+        if rec is None and live is None:
+            return None
+        snap = (rec.snapshot if rec is not None else None) or {}
+        extra = snap.get("extra") or {}
+        status = rec.status if rec is not None else "running"
+        if live is not None and status != "interrupted":
+            status = "running"
+        out: dict[str, Any] = {
+            "id": run_id, "object": "run", "agent": extra.get("target") or (live.target if live else None),
+            "status": status, "session": (rec.session if rec else None) or (live.session if live else None),
+            "detached": live.detached if live else None, "live": live is not None,
+            "result": None, "error": extra.get("error"), "questions": snap.get("questions") or [],
+            "last_event_id": max(rec.last_event_id if rec else 0, live.last_id if live else 0),
+            "created_at": rec.created_at if rec else (live.created_at if live else None),
+            "updated_at": rec.updated_at if rec else None,
+        }
+        if status in ("done", "cancelled") and "content" in extra:
+            out["result"] = {"content": extra.get("content"), "stop_reason": extra.get("stop_reason")}
+        return out
+
+    # ------------------------------------------------------------------ shutdown
+
+    def begin_shutdown(self) -> None:
+        """Refuse new runs from now on; the grace period starts (safe to call from a signal handler)."""
+        self.closing = True
+        if self.shutdown_started is None:
+            self.shutdown_started = time.monotonic()
+
+    async def shutdown(self) -> None:
+        """Let live runs finish until the grace period is over, then cancel the rest and wait for them to
+        save their (repaired) history and cancelled status."""
+        self.begin_shutdown()
+        assert self.shutdown_started is not None
+        tasks = [r.task for r in self.live.values() if r.task is not None]
+        left = self.shutdown_started + self.grace - time.monotonic()
+        if tasks and left > 0:
+            await asyncio.wait(tasks, timeout=left)
+        remaining = list(self.live.values())
+        for r in remaining:
+            log.warning("run %s of %s: cancelled at shutdown (grace period of %ss over)",
+                        r.run_id, r.target, self.grace)
+            r.handle.cancel("immediate")
+        tasks = [r.task for r in remaining if r.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_CANCEL_WAIT)

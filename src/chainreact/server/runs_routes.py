@@ -1,0 +1,279 @@
+"""The runs API: agent runs started, followed over SSE (resumable with Last-Event-ID), cancelled, resumed.
+
+    POST /api/v1/agents/{id}/runs       start: body {input | messages, session?, stream?, detached?}
+    GET  /api/v1/runs/{run_id}          status, result, error, the questions of an interrupted run
+    GET  /api/v1/runs/{run_id}/events   SSE of the run's stored events (`id:` lines; Last-Event-ID)
+    POST /api/v1/runs/{run_id}/cancel   body {mode?: immediate | after_model | after_tools (| combined),
+                                        timeout?: seconds before a safe-point cancel turns immediate}
+    POST /api/v1/runs/{run_id}/resume   body {answers: {question id: answer}, stream?, detached?}
+
+Extras read from ServerContext.extras: `state` (a store URL; None: a private in-memory SQLite store, so
+runs are kept until the server stops and there are no sessions) and `grace` (seconds in-flight runs get
+at shutdown). This module puts the RunRegistry at `extras["runs"]` (the chat routes run agents through it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .context import ServerContext
+from .openai_api import SSE_HEADERS
+from .runs_registry import FINAL_STATUSES, RUN_ID, LiveRun, RegistryClosed, RunRegistry
+from .sessions import MAX_KEY, session_input, unavailable
+
+MEMORY_STORE = "sqlite:///:memory:"
+
+
+def _err(status: int, message: str, code: str) -> Response:
+    return JSONResponse({"error": {"message": message, "code": code}}, status_code=status)
+
+
+def _json_body(raw: bytes) -> dict[str, Any] | Response:
+    if not raw.strip():
+        return {}
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        return _err(400, f"the request body is not valid JSON: {e}", "invalid_json")
+    if not isinstance(body, dict):
+        return _err(400, "the request body must be a JSON object", "invalid_body")
+    return body
+
+
+def _flags(body: dict[str, Any]) -> tuple[bool, bool] | Response:
+    for name in ("stream", "detached"):
+        if name in body and not isinstance(body[name], bool):
+            return _err(400, f"'{name}' must be true or false", "invalid_body")
+    return bool(body.get("stream")), bool(body.get("detached"))
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, Any]] | Response:
+    """The new messages of a start request: `messages` as given, or `input` as one user message."""
+    if "messages" in body:
+        msgs = body["messages"]
+        if not isinstance(msgs, list) or not msgs or not all(isinstance(m, dict) for m in msgs):
+            return _err(400, "'messages' must be a non-empty list of message objects", "invalid_messages")
+        for i, m in enumerate(msgs):
+            if m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
+                return _err(400, f"messages[{i}].role must be system, user, assistant or tool, "
+                                 f"got {m.get('role')!r}", "invalid_messages")
+        return [{**m, "role": "system"} if m.get("role") == "developer" else m for m in msgs]
+    if "input" not in body:
+        return _err(400, "give 'input' (text or JSON) or 'messages' (OpenAI chat messages)", "invalid_body")
+    value = body["input"]
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return [{"role": "user", "content": text}]
+
+
+def _allowed(request: Request, permission: str, target: str | None) -> bool:
+    key = getattr(request.state, "key", None)
+    return key is None or key.allows(permission, target)
+
+
+def _sse(ev: Any) -> bytes:
+    return (f"id: {ev.id}\nevent: {ev.type}\n".encode() + b"data: " + orjson.dumps(ev.data) + b"\n\n")
+
+
+def routes(ctx: ServerContext) -> list[Route]:
+    catalog = ctx.catalog
+    url = ctx.extras.get("state")
+    registry = RunRegistry(grace=float(ctx.extras.get("grace", 30.0)), sessions=bool(url),
+                           persist_chats=bool(url))
+    ctx.extras["runs"] = registry
+
+    async def open_store() -> None:
+        from ..state import open_store
+
+        registry.store = await open_store(url or MEMORY_STORE)
+
+    async def close() -> None:
+        await registry.shutdown()
+        if registry.store is not None:
+            await registry.store.close()
+
+    ctx.on_startup.append(open_store)
+    ctx.on_shutdown.append(close)
+
+    async def stream_run(live: LiveRun, after: int = 0) -> AsyncIterator[bytes]:
+        # The client attached to this stream owns the run unless it is detached: leaving cancels it.
+        try:
+            async for ev in registry.follow(live.run_id, after):
+                yield _sse(ev)
+            yield await end_frame(live.run_id)
+        finally:
+            await registry.release(live)
+
+    async def end_frame(run_id: str) -> bytes:
+        view = await registry.view(run_id)
+        status = view["status"] if view else "unknown"
+        return b"event: end\ndata: " + orjson.dumps({"id": run_id, "status": status}) + b"\n\n"
+
+    async def answer(request: Request, live: LiveRun, stream: bool, detached: bool) -> Response:
+        headers = {"X-Run-Id": live.run_id}
+        if stream:
+            return StreamingResponse(stream_run(live), media_type="text/event-stream",
+                                     headers={**SSE_HEADERS, **headers})
+        if detached:
+            return JSONResponse({"id": live.run_id, "object": "run", "status": "running",
+                                 "agent": live.target, "events": f"/api/v1/runs/{live.run_id}/events"},
+                                status_code=202,
+                                headers={**headers, "Location": f"/api/v1/runs/{live.run_id}"})
+        # Synchronous: wait for the end, or for the client to go away (then the run is cancelled).
+        gone = asyncio.ensure_future(_disconnected(request))
+        ended = asyncio.ensure_future(live.ended.wait())
+        try:
+            await asyncio.wait([gone, ended], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            ended.cancel()
+        if not live.ended.is_set():
+            await registry.release(live)
+            return Response(status_code=499)
+        return JSONResponse(await registry.view(live.run_id), headers=headers)
+
+    @ctx.guard("execute", "id")
+    async def start(request: Request) -> Response:
+        ident = request.path_params["id"]
+        entry = catalog.entries.get(ident)
+        if entry is None or entry.kind != "agent":
+            return _err(404, f"no agent with id {ident!r}; GET /v1/models lists what is served", "not_found")
+        body = _json_body(request.state.body)
+        if isinstance(body, Response):
+            return body
+        flags = _flags(body)
+        if isinstance(flags, Response):
+            return flags
+        msgs = _messages(body)
+        if isinstance(msgs, Response):
+            return msgs
+        session = body.get("session")
+        if session is not None and (not isinstance(session, str) or not session or len(session) > MAX_KEY
+                                    or not session.isprintable()):
+            return _err(400, f"'session' must be printable text of 1 to {MAX_KEY} characters", "invalid_body")
+        if session is not None and not registry.sessions:
+            return _err(400, "sessions need a state store: start the server with --state URL",
+                        "sessions_disabled")
+        data = await session_input(registry, session, msgs)
+        try:
+            live = registry.start_agent(entry.obj, ident, data, session=session, detached=flags[1])
+        except RegistryClosed:
+            return unavailable()
+        return await answer(request, live, *flags)
+
+    async def find(request: Request, permission: str) -> dict[str, Any] | Response:
+        run_id = request.path_params["run_id"]
+        if not RUN_ID.match(run_id):
+            return _err(400, "a run id is 1 to 64 letters, digits, '-' or '_'", "invalid_run_id")
+        view = await registry.view(run_id)
+        if view is None:
+            return _err(404, f"no run {run_id!r}", "not_found")
+        if not _allowed(request, permission, view["agent"]):
+            return _err(403, f"this API key lacks the {permission!r} permission on {view['agent']!r}",
+                        "permission_denied")
+        return view
+
+    @ctx.guard("read")
+    async def get_run(request: Request) -> Response:
+        view = await find(request, "read")
+        return view if isinstance(view, Response) else JSONResponse(view)
+
+    @ctx.guard("read")
+    async def events(request: Request) -> Response:
+        view = await find(request, "read")
+        if isinstance(view, Response):
+            return view
+        raw = request.headers.get("last-event-id", request.query_params.get("after", "0")).strip() or "0"
+        if not raw.isdigit() or len(raw) > 18:
+            return _err(400, f"Last-Event-ID (or ?after=) must be a non-negative event id, got {raw!r}",
+                        "invalid_event_id")
+
+        async def gen() -> AsyncIterator[bytes]:
+            # A watcher, not the run's owner: leaving does not cancel the run.
+            async for ev in registry.follow(view["id"], int(raw)):
+                yield _sse(ev)
+            yield await end_frame(view["id"])
+
+        return StreamingResponse(gen(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @ctx.guard("execute")
+    async def cancel(request: Request) -> Response:
+        view = await find(request, "execute")
+        if isinstance(view, Response):
+            return view
+        body = _json_body(request.state.body)
+        if isinstance(body, Response):
+            return body
+        mode, timeout = body.get("mode", "immediate"), body.get("timeout")
+        if not isinstance(mode, str):
+            return _err(400, "'mode' must be immediate, after_model or after_tools (or combined with |)",
+                        "invalid_mode")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                    or not math.isfinite(timeout) or timeout < 0):
+            return _err(400, "'timeout' must be a non-negative number of seconds", "invalid_body")
+        if not view["live"]:
+            return _err(409, f"run {view['id']!r} is not running in this server (status {view['status']})",
+                        "not_running")
+        try:
+            live = registry.cancel(view["id"], mode, timeout)
+        except ValueError as e:
+            return _err(400, str(e), "invalid_mode")
+        if live is None:  # ended meanwhile
+            return _err(409, f"run {view['id']!r} already ended", "not_running")
+        return JSONResponse({"id": view["id"], "status": "cancelling", "mode": mode}, status_code=202)
+
+    @ctx.guard("execute")
+    async def resume(request: Request) -> Response:
+        from ..state import RunConflictError, RunNotFoundError, StateError
+
+        view = await find(request, "execute")
+        if isinstance(view, Response):
+            return view
+        body = _json_body(request.state.body)
+        if isinstance(body, Response):
+            return body
+        flags = _flags(body)
+        if isinstance(flags, Response):
+            return flags
+        answers = body.get("answers", {})
+        if not isinstance(answers, dict):
+            return _err(400, "'answers' must be an object keyed by question id", "invalid_answers")
+        if view["status"] in FINAL_STATUSES or view["live"]:
+            return _err(409, f"run {view['id']!r} is {'running' if view['live'] else view['status']}: only "
+                             "an interrupted run can be resumed", "not_resumable")
+        entry = catalog.entries.get(view["agent"] or "")
+        if entry is None or entry.kind != "agent":
+            return _err(409, f"run {view['id']!r} belongs to agent {view['agent']!r}, which this server does "
+                             "not serve", "agent_not_served")
+        try:
+            live = await registry.resume_agent(entry.obj, entry.id, view["id"], answers, detached=flags[1])
+        except RegistryClosed:
+            return unavailable()
+        except RunNotFoundError as e:
+            return _err(404, str(e), "not_found")
+        except RunConflictError as e:
+            return _err(409, str(e), "conflict")
+        except StateError as e:  # refused answers: nothing was changed
+            return _err(400, str(e), "invalid_answers")
+        return await answer(request, live, *flags)
+
+    return [
+        Route("/api/v1/agents/{id}/runs", start, methods=["POST"]),
+        Route("/api/v1/runs/{run_id}", get_run, methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/events", events, methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/cancel", cancel, methods=["POST"]),
+        Route("/api/v1/runs/{run_id}/resume", resume, methods=["POST"]),
+    ]
+
+
+async def _disconnected(request: Request) -> None:
+    # The body was read already: the next message is the disconnect (or never comes).
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,101 @@
+"""Sessions over HTTP: the chat request's `user` field (or the `X-Session-Key` header) names a conversation
+kept in the state store, as `chainreact run --session` does.
+
+The session's history is the run's context and the run's new messages (from its prompt on) are appended
+when it ends (a cancelled run's history repaired first; an interrupted run's once it is resumed and ends).
+Clients may send only the new messages, or the whole conversation as chat UIs do: when the request's
+messages (system ones aside) begin with the stored history, that part is not counted twice.
+
+Without a state store chosen by the operator (`--state` or $CHAINREACT_STATE) there are no sessions: the
+`user` field is ignored and every request is stateless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .openai_api import agent_input, error, respond
+from .runs_registry import RegistryClosed, RunRegistry
+
+MAX_KEY = 200
+
+
+def session_key(request: Request, body: dict[str, Any]) -> str | Response | None:
+    """The session key of a chat request (`X-Session-Key` wins over `user`), or the 400 saying why not."""
+    key = request.headers.get("x-session-key")
+    if key is None:
+        key = body.get("user")
+        if key is not None and not isinstance(key, str):
+            return error(400, "'user' must be a string (it names the session)")
+    if key is None or key == "":
+        return None
+    if len(key) > MAX_KEY or not key.isprintable():
+        return error(400, f"the session key must be printable text of at most {MAX_KEY} characters")
+    return key
+
+
+def merge_history(history: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's system messages, then the stored history, then the request's new messages."""
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+
+    def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        return a.get("role") == b.get("role") and (a.get("content") or "") == (b.get("content") or "")
+
+    if history and len(rest) > len(history) and all(same(h, m) for h, m in zip(history, rest, strict=False)):
+        rest = rest[len(history):]  # the client sent the whole conversation: keep the new part only
+    return [*system, *history, *rest]
+
+
+async def session_input(registry: RunRegistry, key: str | None, messages: list[dict[str, Any]]) -> Any:
+    """The agent's input: the request's messages, after the session's history when there is one."""
+    if key is None or not registry.sessions:
+        return {"messages": messages}
+    history = [m.to_openai() for m in await registry.store.history(key)]
+    return {"messages": merge_history(history, messages)}
+
+
+async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: dict[str, Any],
+                     model: str, stream: bool) -> Response:
+    """An OpenAI chat request to an agent, run through the registry: tracked for shutdown, cancelled
+    when the client goes away, checkpointed (header `X-Run-Id`) and kept in its session when the
+    server has a state store."""
+    from .frames import Done, Failed, event_frame
+
+    key = session_key(request, body)
+    if isinstance(key, Response):
+        return key
+    data = await session_input(registry, key, agent_input(body)["messages"])
+    persist = registry.persist_chats
+    try:
+        live = registry.start_agent(entry.obj, entry.id, data, session=key if registry.sessions else None,
+                                    persist=persist, stream=stream, listen=True)
+    except RegistryClosed:
+        return error(503, "the server is shutting down", "server_error", "shutting_down",
+                     headers={"Retry-After": "5"})
+    agent_model = entry.obj.config.model
+
+    async def frames() -> Any:
+        async for ev in registry.listen(live):
+            frame = event_frame(ev, agent_model)
+            if isinstance(frame, Done | Failed):
+                # The last frame goes out once the run's end is saved (status, session): a client's next
+                # request then sees this exchange in its history.
+                await live.ended.wait()
+            if frame is not None:
+                yield frame
+        if live.error is not None:
+            yield Failed(live.error)
+
+    resp = await respond(request, frames(), model, stream)
+    if persist:
+        resp.headers["X-Run-Id"] = live.run_id
+    return resp
+
+
+def unavailable() -> Response:
+    return JSONResponse({"error": {"message": "the server is shutting down", "code": "shutting_down"}},
+                        status_code=503, headers={"Retry-After": "5"})

@@ -1,0 +1,46 @@
+"""Shared by the runs/sessions tests: agent documents, raw SSE reading, a store URL per backend."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+
+
+def agent_doc(url: str, ident: str = "helper", **extra: Any) -> dict[str, Any]:
+    return {"id": ident, "type": "ai/agent", "name": ident,
+            "configuration": {"url": url, "key": "unused", "model": "fake-model", "maxRetries": -1,
+                              "systemPrompt": "You help.", **extra}}
+
+
+def sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """Raw SSE lines -> {"id", "event", "data"} per frame (id None when the frame has no id line)."""
+    frame: dict[str, Any] = {"id": None, "event": "message", "data": ""}
+    for line in lines:
+        if line == "":
+            if frame["data"]:
+                frame["data"] = orjson.loads(frame["data"])
+                yield frame
+            frame = {"id": None, "event": "message", "data": ""}
+        elif line.startswith("id: "):
+            frame["id"] = int(line[4:])
+        elif line.startswith("event: "):
+            frame["event"] = line[7:]
+        elif line.startswith("data: "):
+            frame["data"] += line[6:]
+
+
+def wait_status(url: str, run_id: str, *, headers: dict[str, str] | None = None,
+                until: tuple[str, ...] = ("done", "failed", "cancelled", "interrupted"),
+                deadline: float = 30.0) -> dict[str, Any]:
+    """GET the run until its status is one of `until` (a bound against hanging, not a timing check)."""
+    end = time.monotonic() + deadline
+    while True:
+        view = httpx.get(f"{url}/api/v1/runs/{run_id}", headers=headers, timeout=10).json()
+        if view["status"] in until and not view["live"]:
+            return dict(view)
+        assert time.monotonic() < end, f"run {run_id} still {view['status']} after {deadline}s"
+        time.sleep(0.05)
