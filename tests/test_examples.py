@@ -46,6 +46,12 @@ EXPECTED = {
                            '2. interrupted: [approval] Allow remove_backup with {"name":"nightly-01"}?',
                            "3. stop: Kept the newest 3 backups and removed nightly-02.",
                            "removed ['nightly-02']; list_backups ran 1 time(s); run is done"],
+    "server_runs.py": ["started: running -> /api/v1/runs/{id}/events",
+                       "no gaps, no duplicates", "end: end done",
+                       "interrupted: [ask_user] Celsius or Fahrenheit?",
+                       "resumed: done - It is 70 F in Lyon.", "chat: What is my name? -> Your name is Ann.",
+                       "the model saw: ['You help.', 'I am Ann.', 'Nice to meet you, Ann.', "
+                       "'What is my name?']"],
     "tools_typed.py": ['"format": "date"', "tool: Error: invalid arguments for place_order: $.deliver_on:",
                        "tool: ordered 3 units for Friday 04 December 2026", "answer: Done"],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",
