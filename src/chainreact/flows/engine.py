@@ -13,8 +13,6 @@ that same `flow:<flow id>:<session>` key.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -22,9 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent_node import run_agent_node
+from .agent_node import AgentOutcome, run_agent_node
+from .asking import Pending
 from .chain_node import run_chain_node
 from .errors import FlowError
+from .events import FlowEvent, FlowMessage
+from .events import message as _message
 from .exprs import compile_condition, evaluate, render, truthy
 from .model import AIAgentNode, EndNode, FlowDef, MessageNode, RuleChainNode, TransitionDef
 from .validate import load_flow
@@ -35,31 +36,6 @@ log = logging.getLogger("chainreact.flows")
 MAX_HOPS = 32
 
 LOGIN_REQUIRED_MESSAGE = "Please log in to continue."
-
-
-@dataclass
-class FlowMessage:
-    node: str
-    content: str
-    role: str = "assistant"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "role": self.role, "content": self.content}
-
-
-@dataclass
-class FlowEvent:
-    """One thing that happened in a turn: `node` (entered), `message`, `output`, `warning`,
-    `login_required`, `turn_end`; with `stream(agent_events=True)` also `agent`, whose `data["agent_event"]`
-    is the agent's own event (chainreact.types.events: text_delta, tool_call, tool_result, ...)."""
-
-    type: str
-    node: str | None
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in self.data.items()}
-        return {"event": self.type, "node": self.node, **data}
 
 
 @dataclass
@@ -83,6 +59,7 @@ class _Session:
     output: Any
     vars: dict[str, Any]
     go_on: bool = False  # set by a step: the turn goes on at state.node
+    pending: Pending | None = None  # an agent run waiting for the user's answer (askUserForToolsInput)
 
 
 class Flow:
@@ -144,9 +121,10 @@ class Flow:
         return snap.get("node")
 
     async def reset(self, session: str) -> None:
-        """Forget a session: its current node, variables and last output, and the conversation memory
-        under its default key (with that memory's summary), so its next message starts the flow afresh.
-        Memory kept under a node's own `memoryId` (e.g. per user) and long-term memories stay."""
+        """Forget a session: its current node, variables, last output and any question waiting for an
+        answer, and the conversation memory under its default key (with that memory's summary), so its
+        next message starts the flow afresh. Memory kept under a node's own `memoryId` (e.g. per user) and
+        long-term memories stay."""
         from .memory import _state_id
 
         store = await self.store()
@@ -177,9 +155,13 @@ class Flow:
                      user: Mapping[str, Any] | None = None,
                      group: Mapping[str, Any] | None = None,
                      agent_events: bool = False) -> AsyncIterator[FlowEvent]:
-        """Run one turn, yielding its events; the session is saved before `turn_end`. `agent_events`:
-        agent nodes stream their model calls and each of their events is passed on as an `agent` event
-        as it happens (answer text as it is generated, tool calls as they run: `chainreact chat`)."""
+        """Run one turn, yielding its events as they happen; the session is saved before `turn_end`.
+
+        Agent nodes' tool calls and results (and collaborators' runs) come as `tool_call` / `tool_result`
+        / `agent_start` / `agent_end` events. With `agent_events`, agent nodes stream their model calls
+        instead and pass on each of the agent's own events as an `agent` event (`data["agent_event"]`,
+        chainreact.types.events: `text_delta` as the answer is generated, `tool_call`, `tool_result`,
+        `run_start`, `final`, ...), in place of those (what `chainreact chat` shows)."""
         store = await self.store()
         key = self.session_key(session)
         rec = await store.get_run(key)
@@ -190,6 +172,8 @@ class Flow:
             state = _Session(self.definition.start_node.name, False, None, {})
         else:
             state = _Session(snap.get("node"), False, snap.get("output"), dict(snap.get("vars") or {}))
+            if isinstance(snap.get("pending"), dict):
+                state.pending = Pending.from_dict(snap["pending"])
         env: dict[str, Any] = {"userInput": text, "user": dict(user or {}), "session": {"id": session},
                                "group": dict(group) if group is not None else None,
                                "vars": state.vars, "output": state.output}
@@ -226,11 +210,15 @@ class Flow:
                 go_on = state.go_on
             if not go_on:
                 break
+        pending = state.pending.to_dict() if state.pending is not None and not state.ended else None
         await store.save_run(key, {"node": state.node, "ended": state.ended, "output": state.output,
-                                   "vars": state.vars},
+                                   "vars": state.vars, "pending": pending},
                              status="done" if state.ended else "interrupted", agent=self.id, session=session,
                              expect_version=version)
-        yield FlowEvent("turn_end", state.node, {"current": state.node, "ended": state.ended})
+        end = {"current": state.node, "ended": state.ended}
+        if pending is not None:
+            end["question"] = state.pending.current.text if state.pending is not None else None
+        yield FlowEvent("turn_end", state.node, end)
 
     async def _agent_step(self, node: AIAgentNode, env: dict[str, Any], state: _Session,
                           key: str, agent_events: bool = False) -> AsyncIterator[FlowEvent]:
@@ -244,25 +232,19 @@ class Flow:
             yield FlowEvent("login_required", node.name)
             yield _message(node.name, LOGIN_REQUIRED_MESSAGE)
             return  # the session stays on this node until a logged-in user writes
-        store = await self.store()
-        if not agent_events:
-            result = await run_agent_node(node, env, store, key, base_dir=self.base_dir)
-        else:
-            # The node runs in a task that hands its agent's events over a queue, so they are yielded
-            # while it runs; None marks its end.
-            queue: asyncio.Queue[Any] = asyncio.Queue()
-            task = asyncio.ensure_future(run_agent_node(node, env, store, key, base_dir=self.base_dir,
-                                                        on_event=queue.put_nowait))
-            task.add_done_callback(lambda _: queue.put_nowait(None))
-            try:
-                while (ev := await queue.get()) is not None:
-                    yield FlowEvent("agent", node.name, {"agent_event": ev})
-                result = await task
-            finally:
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+        pending = state.pending if state.pending is not None and state.pending.node == node.name else None
+        result: AgentOutcome | None = None
+        async for item in run_agent_node(node, env, await self.store(), key, base_dir=self.base_dir,
+                                         flow=self.definition, pending=pending, session_key=key,
+                                         agent_events=agent_events):
+            if isinstance(item, FlowEvent):
+                yield item
+            else:
+                result = item
+        assert result is not None
+        state.pending = result.asked
+        if result.asked is not None:
+            return  # the session waits on this node for the answer
         state.output = env["output"] = state.vars[node.name] = result.output
         yield FlowEvent("output", node.name, {"output": result.output, "attempts": result.attempts})
         if result.text is not None:
@@ -294,10 +276,6 @@ class Flow:
             self._chains = RuleEngine()
         return await run_chain_node(node, env, self._chains, flow_id=self.id, base_dir=self.base_dir,
                                     loaded=self._chain_files)
-
-
-def _message(node: str, text: str) -> FlowEvent:
-    return FlowEvent("message", node, {"role": "assistant", "content": text})
 
 
 def addressed(name: str, text: str, group: Mapping[str, Any]) -> bool:

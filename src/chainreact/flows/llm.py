@@ -96,9 +96,9 @@ def agent_config(node: AIAgentNode, *, system_prompt: str) -> dict[str, Any]:
         "key": (node.llmConfig.apiKey if node.llmConfig is not None else None) or "",
         "model": (o.model if o is not None and o.model else None) or node.aiModel,
         "systemPrompt": system_prompt,
-        # maxToolExecutions counts tool executions: one call per model step, then a forced answer
-        # without tools once they are spent (maxStepPolicy "answer").
-        "maxStep": max(node.maxToolExecutions, 1),
+        # maxToolExecutions is counted by tooling.ToolBudget (executions, not steps); the step limit only
+        # stops a model that keeps calling tools it no longer has (then one forced answer without tools).
+        "maxStep": node.maxToolExecutions + 3,
         "maxStepPolicy": "answer",
         "parallelToolCalls": False,
         "params": params,

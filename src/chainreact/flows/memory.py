@@ -67,7 +67,25 @@ async def read_context(node: AIAgentNode, store: Any, key: str, summarize: Any) 
 
 
 MEMORIES_HEADER = "Things you remember that may be relevant:\n"
+INSTRUCTIONS_HEADER = "Instructions you have learned from the user (follow them):\n"
 RECALL_K = 5
+MAX_EXTRACTED = 5  # memories written per turn, at most
+MAX_MEMORY_CHARS = 500
+
+# The prompts of the extraction call after a turn (docs/flows.md quotes them); the exchange follows them.
+EXTRACT_PROMPTS = {
+    "semantic": (
+        "Extract the facts worth remembering for later conversations from the exchange below: facts about "
+        "the user (name, preferences, circumstances) or about their case (order numbers, products, dates, "
+        "decisions). Write each fact so that it is understood on its own, one per line, each line starting "
+        "with \"- \". Leave out what is already remembered. Answer NONE when there is nothing new worth "
+        "remembering."),
+    "procedural": (
+        "Extract the instructions the user gave in the exchange below about how the assistant should behave "
+        "or do its work from now on (for example \"answer in French\", \"always confirm the order number "
+        "first\"). Write each as an instruction to the assistant, one per line, each line starting with "
+        "\"- \". Leave out what is already remembered. Answer NONE when the user gave no such instruction."),
+}
 
 
 def _long_term(node: AIAgentNode, env: dict[str, Any]) -> tuple[Any, str, str] | None:
@@ -84,26 +102,84 @@ def _long_term(node: AIAgentNode, env: dict[str, Any]) -> tuple[Any, str, str] |
 
 async def recall_memories(node: AIAgentNode, env: dict[str, Any], store: Any) -> list[str]:
     """The memories of the node's long-term memory (its type, scope and rendered memoryId) that best match
-    the user's input, best first."""
+    the user's input, best first. Procedural ones (instructions) apply whatever the user says: the best
+    matches first, then the most recent, up to RECALL_K."""
     lt = _long_term(node, env)
     if lt is None:
         return []
     ltm, scope, namespace = lt
     found = await store.recall(str(env.get("userInput") or ""), RECALL_K, scope=scope, type=ltm.memoryType,
                                namespace=namespace)
-    return [m.text for m in found]
+    texts = [m.text for m in found]
+    if ltm.memoryType == "procedural" and len(texts) < RECALL_K:
+        # A query without searchable words gives the most recent memories.
+        for m in await store.recall("", RECALL_K, scope=scope, type="procedural", namespace=namespace):
+            if m.text not in texts and len(texts) < RECALL_K:
+                texts.append(m.text)
+    return texts
 
 
-async def write_memory(node: AIAgentNode, env: dict[str, Any], store: Any, answer: str) -> None:
-    """After a turn, an episodic memory of what happened. Semantic and procedural memories need the
-    model to extract facts or instructions: not written yet (docs/flows.md)."""
+def memories_block(node: AIAgentNode, memories: list[str]) -> str:
+    """The system message's part for recalled memories (empty when there are none)."""
+    if not memories:
+        return ""
+    lt = node.memory.longTermMemory if node.memory is not None else None
+    header = INSTRUCTIONS_HEADER if lt is not None and lt.memoryType == "procedural" else MEMORIES_HEADER
+    return header + "\n".join(f"- {m}" for m in memories)
+
+
+def extraction_request(memory_type: str, user_input: str, answer: str, known: list[str]) -> str:
+    remembered = ("Already remembered:\n" + "\n".join(f"- {k}" for k in known) + "\n\n") if known else ""
+    return (f"{EXTRACT_PROMPTS[memory_type]}\n\n{remembered}The exchange:\nuser: {user_input}\n"
+            f"assistant: {answer}")
+
+
+def parse_extracted(text: str) -> list[str]:
+    """The `- item` lines of an extraction answer (NONE, blank and other lines ignored), de-duplicated."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith(("- ", "* ")):
+            continue
+        item = line[2:].strip()
+        if item and item.upper().rstrip(".") != "NONE" and item not in out:
+            out.append(item[:MAX_MEMORY_CHARS])
+    return out[:MAX_EXTRACTED]
+
+
+async def write_memory(node: AIAgentNode, env: dict[str, Any], store: Any, answer: str,
+                       ask: Any = None, known: list[str] | None = None) -> list[str]:
+    """After a turn, the node's long-term memories: an episodic one of what happened, or, for semantic
+    and procedural, the facts or instructions the model extracts from the exchange (`ask(prompt) -> text`
+    is that model call; `known` the memories recalled this turn, which are not written again). Returns the
+    texts written."""
     lt = _long_term(node, env)
-    if lt is None or lt[0].memoryType != "episodic":
-        return
-    _, scope, namespace = lt
-    text = f"The user said: {env.get('userInput')}\nThe assistant answered: {answer}"
+    if lt is None:
+        return []
+    ltm, scope, namespace = lt
     meta = {"session": env["session"]["id"], "node": node.name}
-    await store.remember(text, scope=scope, type="episodic", metadata=meta, namespace=namespace)
+    user_input = str(env.get("userInput") or "")
+    if ltm.memoryType == "episodic":
+        text = f"The user said: {user_input}\nThe assistant answered: {answer}"
+        await store.remember(text, scope=scope, type="episodic", metadata=meta, namespace=namespace)
+        return [text]
+    if ask is None:
+        return []
+    known = list(known or [])
+    items = parse_extracted(await ask(extraction_request(ltm.memoryType, user_input, answer, known)))
+    written = []
+    seen = {k.strip().lower() for k in known}
+    for item in items:
+        if item.lower() in seen:
+            continue
+        # Already stored (recalled or not this turn): never the same memory twice.
+        same = await store.recall(item, 3, scope=scope, type=ltm.memoryType, namespace=namespace)
+        if any(m.text.strip().lower() == item.lower() for m in same):
+            continue
+        await store.remember(item, scope=scope, type=ltm.memoryType, metadata=meta, namespace=namespace)
+        seen.add(item.lower())
+        written.append(item)
+    return written
 
 
 def summary_request(prompt: str, previous: str | None, messages: list[Message]) -> str:
@@ -112,5 +188,6 @@ def summary_request(prompt: str, previous: str | None, messages: list[Message]) 
     return f"{prompt}\n\n{before}The messages to add:\n" + "\n".join(lines)
 
 
-__all__ = ["DEFAULT_SUMMARY_PROMPT", "MEMORIES_HEADER", "RECALL_K", "SUMMARY_HEADER", "Context",
+__all__ = ["DEFAULT_SUMMARY_PROMPT", "EXTRACT_PROMPTS", "INSTRUCTIONS_HEADER", "MEMORIES_HEADER", "RECALL_K",
+           "SUMMARY_HEADER", "Context", "extraction_request", "memories_block", "parse_extracted",
            "read_context", "recall_memories", "summary_request", "write_memory"]

@@ -114,6 +114,28 @@ class GroupConfigDef(_Def):
     directMessageOnly: bool = False
 
 
+class CollaboratorDef(_Def):
+    """One collaborator of a supervising agent: another `aiagent` node of the flow, or an agent document."""
+
+    description: str = Field(min_length=1, description=(
+        "What the collaborator does; the supervisor reads it (as the tool's description) to decide when to "
+        "delegate."))
+    node: str | None = Field(None, description="The name of an aiagent node of this flow.")
+    agentFile: str | None = Field(None, description=(
+        "A chainreact agent document (JSON/YAML), relative to the flow document."))
+    name: str | None = Field(None, description=(
+        "The tool name the supervisor calls (default: the node's name, else the document's name)."))
+    shareHistory: bool = Field(False, description="Pass the supervisor's conversation along as context.")
+    timeout: float | None = Field(None, gt=0, description="Seconds one delegated task may take.")
+
+
+class MultiAgentCollaborationDef(_Def):
+    """The agent supervises `collaborators`, each exposed to it as a tool (docs/flows.md)."""
+
+    enabled: bool = True
+    collaborators: list[CollaboratorDef] = Field(min_length=1)
+
+
 class _NodeBase(_Def):
     name: str = Field(min_length=1, description="Unique within the flow; transitions target it.")
     start: bool = False
@@ -137,8 +159,7 @@ class AIAgentNode(_NodeBase):
     agentOutcomes: list[OnAgentOutcomeDef] = Field(default_factory=list)
     loginRequired: bool | None = None
     groupConfig: GroupConfigDef | None = None
-    multiAgentCollaboration: dict[str, Any] | None = Field(
-        None, description="Not run yet (docs/flows.md): accepted so spec documents load.")
+    multiAgentCollaboration: MultiAgentCollaborationDef | None = None
 
 
 class MessageNode(_NodeBase):
@@ -193,7 +214,8 @@ class FlowDef(_Def):
         return next((n for n in self.nodes if n.start), self.nodes[0])
 
 
-__all__ = ["NODE_TYPES", "AIAgentNode", "ChatMemoryDef", "ConversationSummarizationDef", "DataSchemaDef",
-           "EndNode", "FlowDef", "FlowNode", "GroupConfigDef", "LLMConfigDef", "LLMParamsDef",
-           "LongTermMemoryDef", "McpAuthDef", "McpClientDef", "McpToolFilterDef", "MemoryOptimizerDef",
-           "MessageNode", "OnAgentOutcomeDef", "RuleChainNode", "ToolForAIDef", "TransitionDef"]
+__all__ = ["NODE_TYPES", "AIAgentNode", "ChatMemoryDef", "CollaboratorDef", "ConversationSummarizationDef",
+           "DataSchemaDef", "EndNode", "FlowDef", "FlowNode", "GroupConfigDef", "LLMConfigDef",
+           "LLMParamsDef", "LongTermMemoryDef", "McpAuthDef", "McpClientDef", "McpToolFilterDef",
+           "MemoryOptimizerDef", "MessageNode", "MultiAgentCollaborationDef", "OnAgentOutcomeDef",
+           "RuleChainNode", "ToolForAIDef", "TransitionDef"]

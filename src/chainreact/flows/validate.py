@@ -68,6 +68,69 @@ def _check_schema(schema: Any, where: str, errors: list[tuple[str, str]]) -> Non
         errors.append((where, f"not a valid JSON Schema: {e}"))
 
 
+def _collaborators(node: dict[str, Any]) -> list[Any]:
+    mac = node.get("multiAgentCollaboration")
+    if not isinstance(mac, dict) or mac.get("enabled") is False:
+        return []
+    found = mac.get("collaborators")
+    return found if isinstance(found, list) else []
+
+
+def _check_collaboration(node: dict[str, Any], at: str, by_name: dict[str, Any],
+                         errors: list[tuple[str, str]]) -> None:
+    tool_names: set[str] = set()
+    for j, c in enumerate(_collaborators(node)):
+        if not isinstance(c, dict):
+            continue
+        where = f"{at}.multiAgentCollaboration.collaborators[{j}]"
+        target, file = c.get("node"), c.get("agentFile")
+        if bool(target) == bool(file):
+            errors.append((where, "give exactly one of node (an aiagent node of this flow) or agentFile"))
+        if isinstance(target, str) and target:
+            other = by_name.get(target)
+            if other is None:
+                known = ", ".join(sorted(n for n, d in by_name.items() if d.get("type") == "aiagent"))
+                errors.append((f"{where}.node", f"no node named {target!r} in this flow (aiagent nodes: "
+                                                f"{known or 'none'})"))
+            elif other.get("type") != "aiagent":
+                errors.append((f"{where}.node", f"{target!r} is a {other.get('type')} node; a collaborator "
+                                                "must be an aiagent node"))
+            elif target == node.get("name"):
+                errors.append((f"{where}.node", "an agent cannot be its own collaborator"))
+        name = c.get("name") or target or None
+        if isinstance(name, str):
+            if name in tool_names:
+                errors.append((f"{where}.name", f"two collaborators are called {name!r}: give each a "
+                                                "distinct name"))
+            tool_names.add(name)
+
+
+def _check_collaboration_cycles(nodes: list[Any], by_name: dict[str, Any],
+                                errors: list[tuple[str, str]]) -> None:
+    """A supervisor reaching itself through its collaborators' own collaborators would recurse forever."""
+    graph: dict[str, list[str]] = {
+        name: [str(c["node"]) for c in _collaborators(n)
+               if isinstance(c, dict) and isinstance(c.get("node"), str) and c["node"] in by_name
+               and c["node"] != name]
+        for name, n in by_name.items()}
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict) or not isinstance(node.get("name"), str):
+            continue
+        start = node["name"]
+        stack: list[tuple[str, list[str]]] = [(c, [start, c]) for c in graph.get(start, [])]
+        seen: set[str] = set()
+        while stack:
+            cur, path = stack.pop()
+            if cur == start:
+                errors.append((f"$.nodes[{i}].multiAgentCollaboration",
+                               f"collaborators form a cycle: {' -> '.join(path)}"))
+                break
+            if cur in seen:
+                continue
+            seen.add(cur)
+            stack.extend((n, [*path, n]) for n in graph.get(cur, []))
+
+
 def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
     errors: list[tuple[str, str]] = []
     nodes = data.get("nodes")
@@ -85,6 +148,8 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
             names.add(name)
         if node.get("start") is True:
             starts.append(f"$.nodes[{i}]")
+    by_name = {n["name"]: n for n in nodes if isinstance(n, dict) and isinstance(n.get("name"), str)}
+    _check_collaboration_cycles(nodes, by_name, errors)
     if len(starts) > 1:
         errors.append((starts[1] + ".start", f"more than one start node ({', '.join(starts)})"))
     for i, node in enumerate(nodes):
@@ -116,6 +181,7 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
         output = node.get("output")
         if isinstance(output, dict):
             _check_schema(output.get("schema"), f"{at}.output.schema", errors)
+        _check_collaboration(node, at, by_name, errors)
         outcomes = node.get("agentOutcomes")
         if isinstance(outcomes, list):
             for j, oc in enumerate(outcomes):
