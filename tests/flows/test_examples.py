@@ -10,13 +10,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_support_chat_example_runs() -> None:
+def run_example(name: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINREACT_")}
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "flows" / "support_chat.py")],
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "flows" / name)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_team_chat_example_runs() -> None:
+    out = run_example("team_chat.py")
+    for needle in ["    -> orderLookup({\"orderId\":\"42\"})  [desk > billing]",
+                   "  <- billing: {\"answer\": \"Order 42 (89.00 EUR) was delivered late.\"}",
+                   "  [desk] To use createRefund I need amount (in euros).",
+                   "  <- createRefund: [the user gave amount=89] {\"refundId\":\"R-1\"",
+                   "(remembered: [\"Ann's order 42 was delivered late and refunded (89 EUR).\"])",
+                   "  [bye] Goodbye, Ann!", "  [desk] Yes, Ann: order 42 was refunded."]:
+        assert needle in out, out
+
+
+def test_support_chat_example_runs() -> None:
+    proc_stdout = run_example("support_chat.py")
     for needle in ["[handover] I have passed this to a colleague", "-> node=support ended=False",
                    "[support] Is there anything else I can help you with, Ann?", "-> node=survey",
                    "[bye] Thank you, Ann (you rated us 5/5).", "-> node=None ended=True"]:
-        assert needle in proc.stdout, proc.stdout
+        assert needle in proc_stdout, proc_stdout
