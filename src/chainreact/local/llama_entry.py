@@ -13,6 +13,9 @@
 - in a request without tools (e.g. the agent's last, tool-less call for an answer) the template renders
   earlier calls as `functions.add:` lines, which the 135M model then copies as its "answer". There, calls
   without text are left out; each result's user turn names the call and its arguments instead.
+
+It also accepts OpenAI's `response_format` `json_schema` (which the server rejects with a 500) by passing it
+on as the server's own `json_object` + `schema`, which llama.cpp enforces as a grammar (JsonSchemaFormat).
 """
 
 from __future__ import annotations
@@ -75,6 +78,65 @@ def prepare_messages(
     return out
 
 
+def json_schema_as_json_object(body: bytes) -> bytes:
+    """The chat request `body` with an OpenAI `response_format` `{"type": "json_schema", "json_schema":
+    {"schema": S}}` rewritten to llama-cpp-python's `{"type": "json_object", "schema": S}` (which it turns
+    into a grammar: the answer is JSON valid against S); any other body is returned as it is."""
+    import json
+
+    if b'"json_schema"' not in body:
+        return body
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body  # the server's own error for a malformed body stays
+    fmt = data.get("response_format") if isinstance(data, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return body
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    data["response_format"] = ({"type": "json_object", "schema": schema} if isinstance(schema, dict)
+                               else {"type": "json_object"})
+    return json.dumps(data).encode()
+
+
+class JsonSchemaFormat:
+    """ASGI middleware: chat requests' `response_format` json_schema as json_object + schema (above)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or not str(scope.get("path", "")).endswith("/chat/completions"):
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                await self.app(scope, _replay([msg], receive), send)  # a disconnect: pass it on
+                return
+            chunks.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        body = json_schema_as_json_object(b"".join(chunks))
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        scope = {**scope, "headers": headers}
+        await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive),
+                       send)
+
+
+def _replay(first: list[Any], receive: Any) -> Any:
+    pending = list(first)
+
+    async def replay() -> Any:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+    return replay
+
+
 def register() -> None:
     """Register HANDLER_NAME with llama-cpp-python (imports llama_cpp: call only in the server process)."""
     import llama_cpp.llama_chat_format as fmt
@@ -95,7 +157,17 @@ def register() -> None:
 
 def main() -> None:
     register()
-    from llama_cpp.server.__main__ import main as server_main
+    import llama_cpp.server.__main__ as server_module
+
+    create_app = server_module.create_app
+
+    def create_app_with_json_schema(*args: Any, **kwargs: Any) -> Any:
+        app = create_app(*args, **kwargs)
+        app.add_middleware(JsonSchemaFormat)
+        return app
+
+    server_module.create_app = create_app_with_json_schema
+    server_main = server_module.main
 
     sys.argv[0] = "chainreact-llama-server"
     server_main()
