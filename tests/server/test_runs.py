@@ -213,3 +213,46 @@ def test_run_permissions(fake_llm: Any, serve: Any) -> None:
     assert httpx.post(f"{base}/runs/{run_id}/cancel", headers=auth("reader"), timeout=10).status_code == 403
     assert httpx.post(f"{base}/runs/{run_id}/resume", headers=auth("reader"), json={"answers": {}},
                       timeout=10).status_code == 403
+
+
+def chat_chain(url: str) -> dict[str, Any]:
+    return {"ruleChain": {"id": "chat", "name": "Chat"},
+            "metadata": {"nodes": [{"id": "a", "type": "ai/agent", "configuration": {
+                "url": url, "key": "unused", "model": "fake-model", "maxRetries": -1}}], "connections": []}}
+
+
+def test_chain_runs(fake_llm: Any, serve: Any, state_url: str) -> None:
+    llm = fake_llm([{"text": "chained answer", "chunks": 3},
+                    {"text": "x" * 300, "chunks": 300, "chunk_delay": 0.05}])
+    srv = serve({"chat.json": chat_chain(llm.url)}, state=state_url)
+    base = f"{srv.url}/api/v1"
+    with httpx.stream("POST", f"{base}/rules/chat/runs", json={"input": "hello", "stream": True},
+                      timeout=10) as resp:
+        assert resp.status_code == 200
+        run_id = resp.headers["x-run-id"]
+        frames = list(sse_events(resp.iter_lines()))
+    assert frames[0]["event"] == "run_start"
+    assert "".join(f["data"]["text"] for f in frames if f["event"] == "text_delta") == "chained answer"
+    assert frames[-2]["event"] == "final" and frames[-1]["data"] == {"id": run_id, "status": "done"}
+    assert [f["id"] for f in frames[:-1]] == list(range(1, len(frames)))
+    view = httpx.get(f"{base}/runs/{run_id}", timeout=10).json()
+    assert (view["kind"], view["chain"], view["agent"], view["status"]) == ("chain", "chat", None, "done")
+    assert view["result"] == {"content": "chained answer", "stop_reason": "stop"}
+    assert llm.chat_requests[0].messages[-1] == {"role": "user", "content": "hello"}
+
+    slow = httpx.post(f"{base}/rules/chat/runs", json={"input": "more", "detached": True}, timeout=10).json()
+    with httpx.stream("GET", f"{base}/runs/{slow['id']}/events", timeout=10) as resp:
+        events = sse_events(resp.iter_lines())
+        for f in events:
+            if f["event"] == "text_delta":
+                break
+        refused = httpx.post(f"{base}/runs/{slow['id']}/cancel", json={"mode": "after_tools"}, timeout=10)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_mode"
+        assert httpx.post(f"{base}/runs/{slow['id']}/cancel", timeout=10).status_code == 202
+        rest = list(events)
+    assert rest[-2]["event"] == "cancelled" and rest[-1]["data"]["status"] == "cancelled"
+    assert wait_status(srv.url, slow["id"])["status"] == "cancelled"
+    assert httpx.post(f"{base}/runs/{slow['id']}/resume", json={"answers": {}}, timeout=10).status_code == 409
+    assert httpx.post(f"{base}/rules/nochain/runs", json={"input": "x"}, timeout=10).status_code == 404
+    assert httpx.post(f"{base}/rules/chat/runs", json={"input": "x", "session": "s"},
+                      timeout=10).status_code == 400

@@ -127,3 +127,30 @@ def test_disconnect_cancels_an_attached_run_but_not_a_detached_one(fake_llm: Any
     while (got := asyncio.run(statuses())) != ["cancelled", "cancelled", "done"]:
         assert time.monotonic() < deadline, got
         time.sleep(0.1)
+
+
+def test_a_client_leaving_a_non_streamed_chat_cancels_its_run(fake_llm: Any, serve: Any,
+                                                               tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    llm = fake_llm([{"text": "quick"}, {"text": "slow", "delay": 30}])
+    srv = serve({"helper.json": agent_doc(llm.url)}, state=url)
+    body = {"model": "helper", "messages": [{"role": "user", "content": "hi"}]}
+    quick = httpx.post(f"{srv.url}/v1/chat/completions", json=body, timeout=10)
+    # a chat run is checkpointed but keeps no event log (the runs API has one)
+    events = httpx.get(f"{srv.url}/api/v1/runs/{quick.headers['x-run-id']}/events", timeout=10)
+    assert [f["event"] for f in sse_events(iter(events.text.split("\n")))] == ["end"]
+    deadline = time.monotonic() + 30
+    while len(llm.chat_requests) < 2:
+        try:
+            httpx.post(f"{srv.url}/v1/chat/completions", json=body, timeout=0.5)
+        except httpx.ReadTimeout:
+            pass  # the client gives up, and closes the connection
+        assert time.monotonic() < deadline
+
+    async def statuses() -> list[str]:
+        async with await open_store(url) as store:
+            return sorted(r.status for r in await store.runs())
+
+    while (got := asyncio.run(statuses())) != ["cancelled", "done"]:
+        assert time.monotonic() < deadline, got
+        time.sleep(0.1)

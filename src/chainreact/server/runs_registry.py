@@ -16,10 +16,11 @@ answered) and saved like any other end.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,9 @@ FINAL_STATUSES = ("done", "failed", "cancelled")
 SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace period, to save its state
 
 
+SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, error) -> saved
+
+
 class RegistryClosed(Exception):
     """The server is shutting down: no new run is started."""
 
@@ -39,11 +43,13 @@ class RegistryClosed(Exception):
 @dataclass(eq=False)
 class LiveRun:
     run_id: str
-    target: str  # the catalog id of the agent
+    target: str  # the catalog id of the agent or chain
     session: str | None
     detached: bool
     persist: bool
-    handle: Any  # chainreact.agent.AgentRun
+    handle: Any  # chainreact.agent.AgentRun, or a runs_chains.ChainRun
+    kind: str = "agent"  # agent | chain
+    log_events: bool = True  # (when persisted) events in the store's event log
     last_id: int = 0  # the last event id written to the store
     status: str = "running"
     result: Any = None  # the RunResult once ended
@@ -110,17 +116,30 @@ class RunRegistry:
 
     def start_agent(self, agent: Any, target: str, data: Any, *, session: str | None = None,
                     detached: bool = False, persist: bool = True, stream: bool = True,
-                    listen: bool = False) -> LiveRun:
+                    listen: bool = False, events: bool = True) -> LiveRun:
         """Start `agent` on `data` in the background; `listen` subscribes a queue (live.listeners[0])
-        before the first event can be produced."""
+        before the first event can be produced. `persist`: checkpoints and final status in the store;
+        `events` (with `persist`): its events in the store's event log too."""
         from ..state.runs import StoreCheckpointer
 
         if self.closing:
             raise RegistryClosed
         ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) if persist else None
         handle = agent.start(data, stream=stream, checkpoint=ckpt)
-        live = LiveRun(handle.run_id, target, session, detached, persist, handle)
-        return self._launch(live, agent, ckpt, listen)
+        live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
+        return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen)
+
+    def start_chain(self, engine: Any, chain_id: str, body: dict[str, Any], *,
+                    detached: bool = False) -> LiveRun:
+        """Start rule chain `chain_id` on an OpenAI chat request `body` in the background (runs_chains.py);
+        its events are logged and its end saved like an agent run's (no checkpoints: not resumable)."""
+        from .runs_chains import ChainRun
+
+        if self.closing:
+            raise RegistryClosed
+        handle = ChainRun(engine, chain_id, body)
+        live = LiveRun(handle.run_id, chain_id, None, detached, True, handle, kind="chain")
+        return self._launch(live, functools.partial(self._save_chain_end, live), False)
 
     async def resume_agent(self, agent: Any, target: str, run_id: str, answers: dict[str, Any], *,
                            detached: bool = False) -> LiveRun:
@@ -138,17 +157,17 @@ class RunRegistry:
         handle = agent.start(resume=resume, checkpoint=ckpt, stream=True)
         live = LiveRun(run_id, target, ckpt.session, detached, True, handle,
                        last_id=before.last_event_id if before is not None else 0)
-        return self._launch(live, agent, ckpt, False)
+        return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), False)
 
-    def _launch(self, live: LiveRun, agent: Any, ckpt: Any, listen: bool) -> LiveRun:
+    def _launch(self, live: LiveRun, save_end: SaveEnd, listen: bool) -> LiveRun:
         if listen:
             live.listeners.append(asyncio.Queue())
         self.live[live.run_id] = live
-        live.task = asyncio.ensure_future(self._drive(live, agent, ckpt))
+        live.task = asyncio.ensure_future(self._drive(live, save_end))
         return live
 
-    async def _drive(self, live: LiveRun, agent: Any, ckpt: Any) -> None:
-        writer = _EventWriter(self.store, live) if live.persist else None
+    async def _drive(self, live: LiveRun, save_end: SaveEnd) -> None:
+        writer = _EventWriter(self.store, live) if live.persist and live.log_events else None
         result, error = None, None
         try:
             async for ev in live.handle:
@@ -167,7 +186,7 @@ class RunRegistry:
 
                 await self.store.append(live.session, session_messages(result.messages))
             if live.persist:  # last: a follower that sees the final status has everything else
-                await self._save_end(live, agent, ckpt, result, error)
+                await save_end(result, error)
         except Exception:
             log.exception("run %s: could not save its end", live.run_id)
         finally:
@@ -180,6 +199,18 @@ class RunRegistry:
                 q.put_nowait(None)
             live.ended.set()
             live.notify()
+
+    async def _save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
+        from ..state.checkpoint import RunSnapshot, save_snapshot
+
+        extra: dict[str, Any] = {"target": live.target, "kind": "chain"}
+        if result is not None:
+            extra.update(content=result.content, stop_reason=result.stop_reason)
+            status = "cancelled" if result.stop_reason == "cancelled" else "done"
+        else:
+            extra["error"] = str(error) or type(error).__name__
+            status = "failed"
+        await save_snapshot(self.store, RunSnapshot(live.run_id, status, extra=extra))
 
     async def _save_end(self, live: LiveRun, agent: Any, ckpt: Any, result: Any,
                         error: BaseException | None) -> None:
@@ -261,8 +292,11 @@ class RunRegistry:
         status = rec.status if rec is not None else "running"
         if live is not None and status != "interrupted":
             status = "running"
+        kind = extra.get("kind") or (live.kind if live else "agent")
+        target = extra.get("target") or (live.target if live else None)
         out: dict[str, Any] = {
-            "id": run_id, "object": "run", "agent": extra.get("target") or (live.target if live else None),
+            "id": run_id, "object": "run", "kind": kind, "target": target,
+            "agent": target if kind == "agent" else None, "chain": target if kind == "chain" else None,
             "status": status, "session": (rec.session if rec else None) or (live.session if live else None),
             "detached": live.detached if live else None, "live": live is not None,
             "result": None, "error": extra.get("error"), "questions": snap.get("questions") or [],

@@ -1,6 +1,8 @@
 """The runs API: agent runs started, followed over SSE (resumable with Last-Event-ID), cancelled, resumed.
 
     POST /api/v1/agents/{id}/runs       start: body {input | messages, session?, stream?, detached?}
+    POST /api/v1/rules/{id}/runs        a rule chain run (runs_chains.py): body {input | messages, stream?,
+                                        detached?}; cancel is immediate, no resume, no sessions
     GET  /api/v1/runs/{run_id}          status, result, error, the questions of an interrupted run
     GET  /api/v1/runs/{run_id}/events   SSE of the run's stored events (`id:` lines; Last-Event-ID)
     POST /api/v1/runs/{run_id}/cancel   body {mode?: immediate | after_model | after_tools (| combined),
@@ -14,7 +16,6 @@ at shutdown). This module puts the RunRegistry at `extras["runs"]` (the chat rou
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,7 +28,7 @@ from starlette.routing import Route
 from .context import ServerContext
 from .openai_api import SSE_HEADERS
 from .runs_registry import FINAL_STATUSES, RUN_ID, LiveRun, RegistryClosed, RunRegistry
-from .sessions import MAX_KEY, session_input, unavailable
+from .sessions import MAX_KEY, session_input, unavailable, until_end_or_disconnect
 
 MEMORY_STORE = "sqlite:///:memory:"
 
@@ -127,15 +128,7 @@ def routes(ctx: ServerContext) -> list[Route]:
                                 status_code=202,
                                 headers={**headers, "Location": f"/api/v1/runs/{live.run_id}"})
         # Synchronous: wait for the end, or for the client to go away (then the run is cancelled).
-        gone = asyncio.ensure_future(_disconnected(request))
-        ended = asyncio.ensure_future(live.ended.wait())
-        try:
-            await asyncio.wait([gone, ended], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            ended.cancel()
-        if not live.ended.is_set():
-            await registry.release(live)
+        if not await until_end_or_disconnect(request, registry, live, live.ended.wait()):
             return Response(status_code=499)
         return JSONResponse(await registry.view(live.run_id), headers=headers)
 
@@ -168,6 +161,31 @@ def routes(ctx: ServerContext) -> list[Route]:
             return unavailable()
         return await answer(request, live, *flags)
 
+    @ctx.guard("execute", "id")
+    async def start_chain(request: Request) -> Response:
+        ident = request.path_params["id"]
+        entry = catalog.entries.get(ident)
+        if entry is None or entry.kind != "chain" or catalog.engine is None:
+            return _err(404, f"no rule chain with id {ident!r}; GET /api/v1/rules lists them", "not_found")
+        body = _json_body(request.state.body)
+        if isinstance(body, Response):
+            return body
+        flags = _flags(body)
+        if isinstance(flags, Response):
+            return flags
+        msgs = _messages(body)
+        if isinstance(msgs, Response):
+            return msgs
+        if "session" in body:
+            return _err(400, "chain runs have no sessions (the chain gets the messages as they are)",
+                        "invalid_body")
+        try:
+            live = registry.start_chain(catalog.engine, ident, {"model": ident, "messages": msgs},
+                                        detached=flags[1])
+        except RegistryClosed:
+            return unavailable()
+        return await answer(request, live, *flags)
+
     async def find(request: Request, permission: str) -> dict[str, Any] | Response:
         run_id = request.path_params["run_id"]
         if not RUN_ID.match(run_id):
@@ -175,8 +193,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         view = await registry.view(run_id)
         if view is None:
             return _err(404, f"no run {run_id!r}", "not_found")
-        if not _allowed(request, permission, view["agent"]):
-            return _err(403, f"this API key lacks the {permission!r} permission on {view['agent']!r}",
+        if not _allowed(request, permission, view["target"]):
+            return _err(403, f"this API key lacks the {permission!r} permission on {view['target']!r}",
                         "permission_denied")
         return view
 
@@ -221,6 +239,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         if not view["live"]:
             return _err(409, f"run {view['id']!r} is not running in this server (status {view['status']})",
                         "not_running")
+        if view["kind"] == "chain" and mode != "immediate":
+            return _err(400, "a chain run has no safe points: it cancels immediately only", "invalid_mode")
         try:
             live = registry.cancel(view["id"], mode, timeout)
         except ValueError as e:
@@ -250,8 +270,8 @@ def routes(ctx: ServerContext) -> list[Route]:
                              "an interrupted run can be resumed", "not_resumable")
         entry = catalog.entries.get(view["agent"] or "")
         if entry is None or entry.kind != "agent":
-            return _err(409, f"run {view['id']!r} belongs to agent {view['agent']!r}, which this server does "
-                             "not serve", "agent_not_served")
+            return _err(409, f"run {view['id']!r} belongs to {view['kind']} {view['target']!r}, which this "
+                             "server does not serve as an agent", "agent_not_served")
         try:
             live = await registry.resume_agent(entry.obj, entry.id, view["id"], answers, detached=flags[1])
         except RegistryClosed:
@@ -266,14 +286,10 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     return [
         Route("/api/v1/agents/{id}/runs", start, methods=["POST"]),
+        Route("/api/v1/rules/{id}/runs", start_chain, methods=["POST"]),
         Route("/api/v1/runs/{run_id}", get_run, methods=["GET"]),
         Route("/api/v1/runs/{run_id}/events", events, methods=["GET"]),
         Route("/api/v1/runs/{run_id}/cancel", cancel, methods=["POST"]),
         Route("/api/v1/runs/{run_id}/resume", resume, methods=["POST"]),
     ]
 
-
-async def _disconnected(request: Request) -> None:
-    # The body was read already: the next message is the disconnect (or never comes).
-    while (await request.receive())["type"] != "http.disconnect":
-        pass

@@ -12,6 +12,8 @@ Without a state store chosen by the operator (`--state` or $CHAINREACT_STATE) th
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.requests import Request
@@ -71,8 +73,10 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
     data = await session_input(registry, key, agent_input(body)["messages"])
     persist = registry.persist_chats
     try:
+        # Checkpointed (status, messages) but without an event log: a token stream per chat is not worth
+        # keeping; runs started through the runs API have one.
         live = registry.start_agent(entry.obj, entry.id, data, session=key if registry.sessions else None,
-                                    persist=persist, stream=stream, listen=True)
+                                    persist=persist, stream=stream, listen=True, events=False)
     except RegistryClosed:
         return error(503, "the server is shutting down", "server_error", "shutting_down",
                      headers={"Retry-After": "5"})
@@ -90,10 +94,41 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
         if live.error is not None:
             yield Failed(live.error)
 
-    resp = await respond(request, frames(), model, stream)
+    if stream:
+        resp = await respond(request, frames(), model, stream)
+    else:
+        # Not streamed: Starlette does not notice a client that leaves; watch for it, and cancel.
+        answering = asyncio.ensure_future(respond(request, frames(), model, stream))
+        if not await until_end_or_disconnect(request, registry, live, answering):
+            return Response(status_code=499)
+        resp = answering.result()
     if persist:
         resp.headers["X-Run-Id"] = live.run_id
     return resp
+
+
+async def until_end_or_disconnect(request: Request, registry: RunRegistry, live: Any,
+                                  work: Awaitable[Any]) -> bool:
+    """Await `work` (the run's end, or the answer being made) unless the client disconnects first: then
+    the run is cancelled (unless detached), its end awaited, and False returned."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait([task, gone], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if task.done():
+        return True
+    await registry.release(live)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return False
+
+
+async def _disconnected(request: Request) -> None:
+    # The body was read already: the next message is the disconnect (or never comes).
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def unavailable() -> Response:

@@ -1,0 +1,99 @@
+"""A rule chain run shaped like an AgentRun, so the run registry drives both the same way.
+
+The chain gets what the chat routes give it: an OpenAI chat request as message type `chat.completions`
+with metadata `stream=true` (server/frames.py `chain_frames`). Its frames become events of the run's log:
+
+    run_start {input}      text_delta {text}     reasoning_delta {text}
+    tool {event}           the agent node's TOOL_CALL_START / TOOL_CALL_RESULT object
+    final {content, usage} error {error}         cancelled {mode: "immediate"}
+
+A chain has no safe points: it is cancelled at once (every branch), whatever mode is asked, and it
+never stops to ask; it has no checkpoints, so it cannot be resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import Usage
+from .frames import Done, Failed, Reasoning, Text, Tool, chain_frames
+
+
+@dataclass(slots=True)
+class ChainEvent:
+    type: str
+    run_id: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "run_id": self.run_id, **self.data}
+
+
+@dataclass(slots=True)
+class ChainResult:
+    content: str
+    stop_reason: str  # stop | cancelled
+    usage: Usage = field(default_factory=Usage)
+    messages: list[Any] = field(default_factory=list)  # chains keep no conversation
+
+
+class ChainRunError(Exception):
+    pass
+
+
+class ChainRun:
+    """`engine.run(chain_id, ...)` in its own task: iterate for events, `cancel()`, await `result()`."""
+
+    def __init__(self, engine: Any, chain_id: str, body: dict[str, Any]):
+        self.run_id = secrets.token_hex(8)
+        self._queue: asyncio.Queue[ChainEvent | None] = asyncio.Queue()
+        self._result: ChainResult | None = None
+        self._error: ChainRunError | None = None
+        self._cancelled = False
+        self._frames = chain_frames(engine, chain_id, body, stream=True)
+        self._queue.put_nowait(ChainEvent("run_start", self.run_id, {"chain": chain_id, "input": body}))
+        self._task = asyncio.ensure_future(self._drive())
+
+    async def _drive(self) -> None:
+        rid = self.run_id
+        try:
+            async for f in self._frames:
+                if isinstance(f, Text):
+                    self._queue.put_nowait(ChainEvent("text_delta", rid, {"text": f.text}))
+                elif isinstance(f, Reasoning):
+                    self._queue.put_nowait(ChainEvent("reasoning_delta", rid, {"text": f.text}))
+                elif isinstance(f, Tool):
+                    self._queue.put_nowait(ChainEvent("tool", rid, {"event": f.event}))
+                elif isinstance(f, Done):
+                    self._result = ChainResult(f.content, "stop", f.usage)
+                    self._queue.put_nowait(ChainEvent("final", rid, {"content": f.content,
+                                                                     "usage": f.usage.to_dict()}))
+                elif isinstance(f, Failed):
+                    self._error = ChainRunError(f.message)
+                    self._queue.put_nowait(ChainEvent("error", rid, {"error": f.message}))
+        except asyncio.CancelledError:
+            await self._frames.aclose()  # type: ignore[attr-defined]  # cancels every branch
+            self._result = ChainResult("", "cancelled")
+            self._queue.put_nowait(ChainEvent("cancelled", rid, {"mode": "immediate"}))
+        finally:
+            if self._result is None and self._error is None:
+                self._error = ChainRunError("the chain ended without an answer")
+            self._queue.put_nowait(None)
+
+    async def __aiter__(self) -> Any:
+        while (ev := await self._queue.get()) is not None:
+            yield ev
+
+    async def result(self) -> ChainResult:
+        await asyncio.shield(self._task)
+        if self._result is not None:
+            return self._result
+        assert self._error is not None
+        raise self._error
+
+    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
+        if not self._task.done():
+            self._task.cancel()
