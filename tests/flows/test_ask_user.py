@@ -164,3 +164,69 @@ async def test_without_ask_user_a_missing_argument_is_an_error_for_the_model(
         refused = tool_message(srv.chat_requests[1], "r1")
         assert refused.startswith("Error: invalid arguments for createRefund")
         assert api.hits == []
+
+
+async def test_the_tool_budget_goes_on_across_the_pause(fake_llm: Any, tmp_path: Path) -> None:
+    """maxToolExecutions 2: one lookup before the question, the refund with the answer (in a new Flow
+    object, as another process would): the budget is spent, the next model call has no tools."""
+    with shop_api() as api:
+        srv = fake_llm([
+            {"tool_calls": [{"name": "orderLookup", "arguments": {"orderId": "D4"}, "id": "o"}]},
+            {"tool_calls": [{"name": "createRefund", "arguments": {"orderId": "D4", "reason": "late"},
+                             "id": "r"}]},
+            answer("D4 refunded."),
+        ])
+        doc = clerk_flow(srv.url, api)
+        doc["nodes"][0]["maxToolExecutions"] = 2
+        state = f"sqlite:///{tmp_path}/s.db"
+        async with Flow.from_dict(doc, state=state) as flow:
+            t1 = await flow.send("s1", "refund D4")
+            assert [m.content for m in t1.messages] == ["To use createRefund I need amount."]
+        async with Flow.from_dict(doc, state=state) as flow:
+            t2 = await flow.send("s1", "5")
+        assert [m.content for m in t2.messages] == ["D4 refunded."]
+        assert [h.path for h in api.hits] == ["/orders/D4", "/refunds"]
+        assert "tools" in srv.chat_requests[1].body and "tools" not in srv.chat_requests[2].body
+
+
+async def test_asking_with_agent_events(fake_llm: Any, tmp_path: Path) -> None:
+    """`stream(agent_events=True)` (what `chainreact chat` uses): the agent's own events come as `agent`
+    events, the question as `ask_user` and a message, and the answer's turn resumes the run."""
+    with shop_api() as api:
+        srv = fake_llm([
+            {"tool_calls": [{"name": "createRefund", "arguments": {"orderId": "E5", "amount": 3},
+                             "id": "r"}]},
+            answer("E5 refunded."),
+        ])
+        async with Flow.from_dict(clerk_flow(srv.url, api), state=f"sqlite:///{tmp_path}/s.db") as flow:
+            first = [ev async for ev in flow.stream("s1", "refund E5", agent_events=True)]
+            inner = [ev.data["agent_event"].type for ev in first if ev.type == "agent"]
+            assert inner[0] == "run_start" and "tool_call" in inner and inner[-1] == "interrupted"
+            assert [ev.type for ev in first if ev.type in ("ask_user", "message")] == ["ask_user", "message"]
+            assert first[-1].data["question"] == "To use createRefund I need reason."
+            second = [ev async for ev in flow.stream("s1", "damaged", agent_events=True)]
+            inner = [ev.data["agent_event"].type for ev in second if ev.type == "agent"]
+            assert "tool_result" in inner and inner[-1] == "final"
+            assert [ev.data["content"] for ev in second if ev.type == "message"] == ["E5 refunded."]
+        assert api.hits[0].body == {"orderId": "E5", "amount": 3, "reason": "damaged"}
+        assert all(r.body.get("stream") is True for r in srv.chat_requests)
+
+
+async def test_reset_drops_the_waiting_question_and_its_run(fake_llm: Any, tmp_path: Path) -> None:
+    with shop_api() as api:
+        srv = fake_llm([
+            {"tool_calls": [{"name": "createRefund", "arguments": {"orderId": "F6"}, "id": "r"}]},
+            answer("Hello!"),
+        ])
+        async with Flow.from_dict(clerk_flow(srv.url, api), state=f"sqlite:///{tmp_path}/s.db") as flow:
+            await flow.send("s1", "refund F6")
+            store = await flow.store()
+            waiting = await store.runs(status="interrupted")
+            run_ids = [r.run_id for r in waiting if r.run_id != "flow:shop:s1"]
+            assert len(run_ids) == 1
+            await flow.reset("s1")
+            assert await store.get_run(run_ids[0]) is None
+            t = await flow.send("s1", "hi")  # a new turn, not an answer
+            assert [m.content for m in t.messages] == ["Hello!"]
+            assert srv.chat_requests[1].messages[-1] == {"role": "user", "content": "hi"}
+        assert api.hits == []

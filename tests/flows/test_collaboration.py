@@ -128,6 +128,19 @@ def test_collaboration_objects_are_validated_with_their_paths() -> None:
     assert "two collaborators are called 'b'" in errs[f"{where}[1].name"]
 
 
+def test_a_missing_agent_file_is_reported_for_a_flow_file(tmp_path: Path) -> None:
+    path = tmp_path / "flow.json"
+    path.write_text(json.dumps(_collab({"agentFile": "agents/nope.json", "description": "d"})))
+    with pytest.raises(ConfigError) as ei:
+        Flow.load(path)
+    errs = dict(ei.value.errors)
+    where = "$.nodes[0].multiAgentCollaboration.collaborators[0].agentFile"
+    assert "no agent document" in errs[where] and "nope.json" in errs[where]
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "nope.json").write_text("{}")
+    Flow.load(path)  # present: fine (its content is the agent wing's to check when it is built)
+
+
 def test_a_cycle_of_collaborators_is_refused() -> None:
     doc = _collab({"node": "b", "description": "d"})
     doc["nodes"][1]["multiAgentCollaboration"] = {"collaborators": [{"node": "a", "description": "back"}]}

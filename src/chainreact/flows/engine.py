@@ -129,6 +129,10 @@ class Flow:
 
         store = await self.store()
         key = self.session_key(session)
+        rec = await store.get_run(key)
+        pending = rec.snapshot.get("pending") if rec is not None and isinstance(rec.snapshot, dict) else None
+        if isinstance(pending, dict) and isinstance(pending.get("run_id"), str):
+            await store.delete_run(pending["run_id"])  # the agent run that waited for the answer
         await store.delete_run(key)
         await store.delete_session(key)
         await store.delete_run(_state_id(key))

@@ -8,6 +8,7 @@ that parse, `output.schema` that is a usable JSON Schema.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -77,7 +78,7 @@ def _collaborators(node: dict[str, Any]) -> list[Any]:
 
 
 def _check_collaboration(node: dict[str, Any], at: str, by_name: dict[str, Any],
-                         errors: list[tuple[str, str]]) -> None:
+                         errors: list[tuple[str, str]], base_dir: Path | None) -> None:
     tool_names: set[str] = set()
     for j, c in enumerate(_collaborators(node)):
         if not isinstance(c, dict):
@@ -86,6 +87,9 @@ def _check_collaboration(node: dict[str, Any], at: str, by_name: dict[str, Any],
         target, file = c.get("node"), c.get("agentFile")
         if bool(target) == bool(file):
             errors.append((where, "give exactly one of node (an aiagent node of this flow) or agentFile"))
+        if isinstance(file, str) and file and base_dir is not None and not (base_dir / file).is_file():
+            errors.append((f"{where}.agentFile", f"no agent document {str(base_dir / file)!r} (agentFile is "
+                                                 "relative to the flow document)"))
         if isinstance(target, str) and target:
             other = by_name.get(target)
             if other is None:
@@ -131,7 +135,7 @@ def _check_collaboration_cycles(nodes: list[Any], by_name: dict[str, Any],
             stack.extend((n, [*path, n]) for n in graph.get(cur, []))
 
 
-def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+def _semantic_errors(data: dict[str, Any], base_dir: Path | None = None) -> list[tuple[str, str]]:
     errors: list[tuple[str, str]] = []
     nodes = data.get("nodes")
     if not isinstance(nodes, list):
@@ -181,7 +185,7 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[str, str]]:
         output = node.get("output")
         if isinstance(output, dict):
             _check_schema(output.get("schema"), f"{at}.output.schema", errors)
-        _check_collaboration(node, at, by_name, errors)
+        _check_collaboration(node, at, by_name, errors, base_dir)
         outcomes = node.get("agentOutcomes")
         if isinstance(outcomes, list):
             for j, oc in enumerate(outcomes):
@@ -210,7 +214,8 @@ def load_flow(data: Any, *, source: str | None = None) -> FlowDef:
         flow = FlowDef.model_validate(data)
     except ValidationError as e:
         errors.extend(_shape_errors(e))
-    errors.extend(_semantic_errors(data))
+    # agentFile is checked against the disk only when the document's place is known.
+    errors.extend(_semantic_errors(data, Path(source).parent if source and Path(source).is_file() else None))
     if errors or flow is None:
         lines = "\n".join(f"  {p}: {m}" for p, m in errors)
         raise ConfigError(f"{where}: invalid flow ({len(errors)} problem(s)):\n{lines}", source=source,
