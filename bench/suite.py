@@ -35,7 +35,7 @@ FRAMEWORKS = {
     "agno": "agno",
 }
 PEERS = ("pydantic_ai", "openai_agents", "langgraph", "agno")
-WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows")
+WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server")
 
 # Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request).
 FULL = {"runs": 10, "reps": 5, "warmup": 2, "conc_runs": 500, "conc_reps": 1, "agents": 10_000,
@@ -170,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
         line = (", ".join(f"{n} stored: {v:.2f} ms CPU/turn" for n, v in f["cpu_per_turn_ms"].items())
                 if f.get("status") == "ok" else f"{f.get('status')}: {f.get('reason')}")
         print("        " + line, flush=True)
+    if "server" in workloads and {"chainreact", "agno"} & set(fws):
+        import server_bench  # chainreact serve against agno's AgentOS (its own section of the doc)
+
+        print("[bench] server overhead", flush=True)
+        results["server"] = server_bench.measure(
+            dict(server_bench.QUICK if args.quick else server_bench.FULL, quick=args.quick),
+            [f for f in server_bench.FRAMEWORKS if f in fws])
     results["meta"]["duration_s"] = time.perf_counter() - started
     results["meta"]["machine"]["load_avg_end"] = list(__import__("os").getloadavg())
     failures = _failures(results)
@@ -196,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
             import flows
 
             written += flows.write_docs(results["flows"])
+        if "server" in results:
+            import server_report
+
+            written += server_report.write(results["server"])
         print(f"[bench] wrote {', '.join(str(p) for p in written)}")
     return 0
 
@@ -212,6 +223,7 @@ def _failures(results: dict[str, Any]) -> list[str]:
     f = results.get("flows")
     if f and f.get("status") != "ok":
         out.append(f"flows: {f.get('reason')}")
+    out += [f"server: {why}" for why in (results.get("server") or {}).get("failures", [])]
     return out
 
 

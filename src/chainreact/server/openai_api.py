@@ -8,6 +8,7 @@ SSE framing (RuleGo's and OpenAI's): one `chat.completion.chunk` per text frame 
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -64,8 +65,8 @@ async def respond(request: Request, frames: AsyncIterator[Frame], model: str, st
     if not stream:
         return await _completion(frames, cid, created, model)
     agui = request.headers.get("x-stream-protocol", "").lower() == "agui"
-    return StreamingResponse(_sse(frames, cid, created, model, agui), media_type="text/event-stream",
-                             headers=SSE_HEADERS)
+    return StreamingResponse(coalesce(_sse(frames, cid, created, model, agui)),
+                             media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, model: str) -> Response:
@@ -125,3 +126,54 @@ async def _sse(frames: AsyncIterator[Frame], cid: str, created: int, model: str,
                 return
     finally:
         await frames.aclose()  # type: ignore[attr-defined]
+
+
+
+# Chunks produced ahead of a client that reads slower than the run streams; past this the run waits.
+_AHEAD = 256
+
+
+async def coalesce(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`chunks`, joined when several are ready at once: one socket write per burst instead of one per chunk.
+
+    A model's stream often arrives many deltas per read (a fast model, a busy server): each chunk alone
+    costs a send() and a wake-up of the reader, which was most of the server's own CPU per streamed
+    request. The chunks are produced in a task; whatever it produced while this side was sending goes out
+    together. Nothing waits for a batch to fill: a chunk that comes alone is sent alone at once, and the
+    first chunk goes out before the rest of its burst is produced (time to first token). Closing this
+    iterator (the client went away) cancels the task, which closes `chunks` (and so cancels the run).
+    """
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue(_AHEAD)
+
+    async def pump() -> None:
+        try:
+            first = True
+            async for chunk in chunks:
+                await queue.put(chunk)
+                if first:
+                    first = False
+                    await asyncio.sleep(0)  # the consumer sends it now, not after its whole burst
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+            # Wake the consumer, also after a failure. Never blocks: a full queue means the consumer is
+            # not waiting, and it stops once the queue is empty and this task is done.
+            if not queue.full():
+                queue.put_nowait(None)
+
+    task = asyncio.ensure_future(pump())
+    try:
+        while not (queue.empty() and task.done()):
+            parts = [await queue.get()]
+            while not queue.empty():
+                parts.append(queue.get_nowait())
+            ended = parts[-1] is None
+            data = b"".join(p for p in parts if p is not None)
+            if data:
+                yield data
+            if ended:
+                break
+        await task  # a failure of the producer is this stream's failure
+    finally:
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
