@@ -4,6 +4,7 @@ The responder is stateless (it answers from the request alone), so one server se
     helper   asks for the `double` tool (the `echo` chain) once, then answers "Doubled: <result>"
     planner  calls `counter` as a sub-agent (its events nested in the planner's stream), then answers
     counter  calls the Python tool `count_letters` once, then answers
+    helpdesk a flow: greet -> agent (structured output; "bye" ends it) -> bye
     router   a chain: a filter sends big numbers one way and small ones the other
 """
 
@@ -34,6 +35,9 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
             return {"text": f"The counter answered: {last['content']}", "chunks": 3}
         return {"tool_calls": [{"id": "call_counter", "name": "counter",
                                 "arguments": {"request": "count chainreact"}}]}
+    if "You run the helpdesk" in system:
+        said = str(last.get("content") or "")
+        return {"text": json.dumps({"response": f"Noted: {said}", "done": "bye" in said.lower()})}
     return {"text": "I only know two tricks."}
 
 
@@ -70,6 +74,17 @@ def docs(llm_url: str) -> dict[str, dict[str, Any]]:
                 {"fromId": "big", "toId": "log", "type": "Success"},
                 {"fromId": "small", "toId": "log", "type": "Success"},
             ]}},
+        "helpdesk.json": {"id": "helpdesk", "name": "Helpdesk", "description": "greets, helps, says goodbye",
+                          "nodes": [
+            {"name": "greet", "type": "message", "start": True, "message": "Hello!",
+             "transition": {"targetId": "agent"}},
+            {"name": "agent", "type": "aiagent", "llmConfig": {"url": llm_url, "apiKey": "unused"},
+             "systemMessage": "You run the helpdesk.", "userMessage": "{{userInput}}",
+             "output": {"schema": {"type": "object", "required": ["response", "done"], "properties": {
+                 "response": {"type": "string"}, "done": {"type": "boolean"}}}},
+             "agentOutcomes": [{"condition": "{{output.done}} == true", "transition": {"targetId": "bye"},
+                                "finish": False}]},
+            {"name": "bye", "type": "end", "message": "Goodbye."}]},
         "helper.json": {"id": "helper", "type": "ai/agent", "name": "helper", "configuration": {
             **agent, "systemPrompt": "You double numbers.", "description": "Doubles numbers with a tool",
             "tools": [{"type": "rulechain", "targetId": "echo", "name": "double", "description": "Double n",

@@ -76,17 +76,17 @@ def test_static_files_ship_in_the_package_and_nothing_else_is_served(server: Ser
 def test_catalog_lists_everything_and_search_filters(browser: webdriver.Chrome, server: Served) -> None:
     open_page(browser, server.url + "/")
     ids = sorted(a.get_attribute("data-id") or "" for a in find(browser, "#catalog a"))
-    assert ids == ["counter", "echo", "helper", "planner", "router"]
-    assert [h.text.lower() for h in find(browser, "#catalog h2")] == ["agents", "chains"]
+    assert ids == ["counter", "echo", "helpdesk", "helper", "planner", "router"]
+    assert [h.text.lower() for h in find(browser, "#catalog h2")] == ["agents", "chains", "flows"]
     screenshot(browser, "playground-catalog.png")
     search = browser.find_element(By.ID, "search")
     search.send_keys("doub")  # matches the helper's description, not its id
     wait(browser, lambda d: len(find(d, "#catalog a")) == 1)
     assert find(browser, "#catalog a")[0].get_attribute("data-id") == "helper"
-    assert "1 of 5" in browser.find_element(By.ID, "catalog-status").text
+    assert "1 of 6" in browser.find_element(By.ID, "catalog-status").text
     search.send_keys(Keys.CONTROL, "a")
     search.send_keys(Keys.BACKSPACE)
-    wait(browser, lambda d: len(find(d, "#catalog a")) == 5)
+    wait(browser, lambda d: len(find(d, "#catalog a")) == 6)
     assert console_errors(browser) == []
 
 
@@ -201,3 +201,39 @@ def test_trace_endpoint_refuses_bad_input_and_unknown_chains(server: Served) -> 
     catalog = httpx.get(server.url + "/playground/api/catalog").json()["items"]
     assert {"id": "helper", "kind": "agent", "description": "Doubles numbers with a tool",
             "model": "fake-model"} in catalog
+
+
+def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser: webdriver.Chrome,
+                                                                         server: Served) -> None:
+    open_page(browser, server.url + "/#/flow/helpdesk")
+    wait(browser, lambda d: len(find(d, "#flow-graph g.node")) == 3)
+    assert sorted(e.get_attribute("data-id") or "" for e in find(browser, "#flow-graph g.node")) == \
+        ["agent", "bye", "greet"]
+    edges = {(e.get_attribute("data-from"), e.get_attribute("data-to"), e.get_attribute("data-labels"))
+             for e in find(browser, "#flow-graph g.edge")}
+    assert edges == {("greet", "agent", "next"), ("agent", "bye", "{{output.done}} == true")}
+
+    def send(session: str, text: str) -> str:
+        sid = browser.find_element(By.ID, "flow-session")
+        sid.send_keys(Keys.CONTROL, "a")
+        sid.send_keys(session)
+        browser.find_element(By.ID, "flow-text").send_keys(text)
+        browser.find_element(By.ID, "flow-send").click()
+        status = browser.find_element(By.ID, "flow-status")
+        return str(wait(browser, lambda d: status.text if status.text.startswith("Now at") else None))
+
+    assert send("ann", "My shoes are late") == "Now at agent"
+    wait(browser, lambda d: find(d, '#flow-sessions li[data-session="ann"]'))
+    assert find(browser, '#flow-sessions li[data-session="ann"]')[0].get_attribute("data-node") == "agent"
+    agent = find(browser, 'g.node[data-id="agent"]')[0]
+    assert {"visited", "selected"} <= set((agent.get_attribute("class") or "").split())
+    assert agent.find_element(By.CSS_SELECTOR, ".order").text == "1 session"
+    said = [e.text for e in find(browser, "#flow-detail .msg .text")]
+    assert said == ["Hello!", "Noted: My shoes are late"]
+    assert send("bob", "Hi") == "Now at agent"
+    wait(browser, lambda d: agent.find_element(By.CSS_SELECTOR, ".order").text == "2 sessions")
+    screenshot(browser, "playground-flow.png")
+    assert send("ann", "Thanks, bye") == "Now at the end: the session ended"
+    wait(browser, lambda d: "at greet (ended)" in find(d, '#flow-sessions li[data-session="ann"]')[0].text)
+    assert agent.find_element(By.CSS_SELECTOR, ".order").text == "1 session"
+    assert console_errors(browser) == []

@@ -1,10 +1,11 @@
 // The playground's shell: the catalog with search, and a view per selected agent, chain or flow.
-// Routes live in the URL hash: #/agent/<id>, #/chain/<id>/graph, #/chain/<id>/chat.
+// Routes live in the URL hash: #/agent/<id>, #/chain/<id>/graph, #/chain/<id>/chat, #/flow/<id>.
 
 import { apiKey, getJSON, setApiKey } from "./api.js";
 import { h } from "./dom.js";
 import { ChatView } from "./chat.js";
 import { ChainView } from "./chain.js";
+import { FlowView } from "./flow.js";
 
 const KINDS = [["agent", "Agents"], ["chain", "Chains"], ["flow", "Flows"]];
 let items = [];
@@ -77,7 +78,8 @@ function route() {
   welcome.hidden = true;
   view.hidden = false;
   view.replaceChildren();
-  if (kind === "chain" && tab !== "chat") current = new ChainView(view, item);
+  if (kind === "flow") current = new FlowView(view, item);
+  else if (kind === "chain" && tab !== "chat") current = new ChainView(view, item);
   else current = new ChatView(view, item);
 }
 

@@ -4,7 +4,7 @@
 
 import { s } from "./dom.js";
 
-const W = 160, H = 54, GAP_X = 64, GAP_Y = 30, PAD = 24;
+const W = 160, H = 54, GAP_X = 92, GAP_Y = 30, PAD = 24;
 
 export function layout(nodes, edges, rootIds = []) {
   const ids = nodes.map((n) => n.id);
@@ -116,7 +116,8 @@ export function drawGraph(nodes, edges, rootIds, onSelect, label) {
     }
     const g = s("g", { class: "edge", "data-from": e.from, "data-to": e.to, "data-labels": e.labels.join(",") },
       s("path", { d, "marker-end": "url(#arrow)" }),
-      s("text", { x: mx, y: my, "text-anchor": "middle" }, e.labels.join(", ")));
+      s("title", {}, e.labels.join(", ")),
+      s("text", { x: mx, y: my, "text-anchor": "middle" }, clip(e.labels.join(", "), 13)));
     edgeEls.push(g);
     edgeLayer.append(g);
   }
@@ -129,7 +130,7 @@ export function drawGraph(nodes, edges, rootIds, onSelect, label) {
       s("rect", { width: W, height: H, rx: 8 }),
       s("text", { x: 10, y: 22 }, clip(n.title, 22)),
       s("text", { x: 10, y: 40, class: "type" }, clip(n.subtitle, 28)),
-      s("text", { x: W - 8, y: 16, class: "order", "text-anchor": "end" }));
+      s("text", { x: W - 8, y: 40, class: "order", "text-anchor": "end" }));
     const select = () => onSelect(n.id);
     g.addEventListener("click", select);
     g.addEventListener("keydown", (ev) => {

@@ -1,0 +1,115 @@
+// A flow as a graph (nodes and their transitions, GET /playground/api/flows/{id}) with each session's
+// current node, and a box to send a session one message (POST /api/v1/flows/{id}/sessions/{sid}/messages).
+
+import { getJSON, postJSON } from "./api.js";
+import { h, pretty } from "./dom.js";
+import { drawGraph } from "./graph.js";
+
+const END = "\u0000end";
+
+export class FlowView {
+  constructor(root, item) {
+    this.item = item;
+    this.closed = false;
+    this.current = null; // the session shown
+    this.graph = h("div", { class: "graphwrap", id: "flow-graph" }, h("p", { class: "muted" }, "Loading…"));
+    this.detail = h("aside", { class: "detail", id: "flow-detail", "aria-label": "Sessions", "aria-live": "polite" });
+    this.sid = h("input", { id: "flow-session", size: 16, spellcheck: "false",
+      value: "play-" + Math.random().toString(36).slice(2, 8) });
+    this.text = h("textarea", { id: "flow-text", spellcheck: "true" });
+    this.sendBtn = h("button", { type: "submit", id: "flow-send" }, "Send");
+    this.status = h("span", { class: "muted", role: "status", id: "flow-status" });
+    const form = h("form", { class: "traceform", onsubmit: (ev) => { ev.preventDefault(); this.send(); } },
+      h("label", { for: "flow-session" }, "Session", this.sid),
+      h("label", { for: "flow-text" }, "Message", this.text), this.sendBtn, this.status);
+    root.append(
+      h("div", { class: "viewhead" }, h("h2", {}, item.id), h("span", { class: "kind" }, "flow"),
+        item.description ? h("span", { class: "muted" }, item.description) : null),
+      h("div", { class: "chainview" }, h("div", { class: "graphpane" }, this.graph, form), this.detail));
+    this.load();
+  }
+
+  close() {
+    this.closed = true;
+  }
+
+  async load() {
+    try {
+      this.flow = await getJSON(`/playground/api/flows/${encodeURIComponent(this.item.id)}`);
+    } catch (e) {
+      this.graph.replaceChildren(h("p", { class: "failure", role: "alert" }, `Could not load the flow: ${e.message}`));
+      return;
+    }
+    if (this.closed) return;
+    const f = this.flow;
+    const nodes = f.nodes.map((n) => ({ id: n.name, title: n.name + (n.start ? " (start)" : ""), subtitle: n.type }));
+    const edges = f.transitions.map((t) => ({ from: t.from, to: t.to === null ? END : t.to, label: t.label }));
+    if (edges.some((e) => e.to === END)) nodes.push({ id: END, title: "end of the flow", subtitle: "end" });
+    this.drawn = drawGraph(nodes, edges, [f.start], (id) => this.showNode(id), `Graph of flow ${f.id}`);
+    this.graph.replaceChildren(this.drawn.svg);
+    this.mark();
+    this.showSessions();
+  }
+
+  mark() {
+    const counts = new Map();
+    for (const s of this.flow.sessions) counts.set(s.node, (counts.get(s.node) || 0) + 1);
+    const shown = this.flow.sessions.find((s) => s.session === this.current);
+    for (const [id, g] of this.drawn.nodeEls) {
+      g.classList.toggle("visited", counts.has(id));
+      g.classList.toggle("selected", !!shown && shown.node === id);
+      const n = counts.get(id);
+      g.querySelector(".order").textContent = n ? `${n} session${n > 1 ? "s" : ""}` : "";
+    }
+  }
+
+  showSessions(extra = []) {
+    const list = this.flow.sessions;
+    this.detail.replaceChildren(...[
+      h("h3", {}, "Sessions"),
+      list.length ? null : h("p", { class: "muted" }, "No session yet: send a message below."),
+      h("ol", { id: "flow-sessions" }, list.map((s) => h("li", { "data-session": s.session, "data-node": s.node },
+        h("button", { type: "button", onclick: () => { this.current = s.session; this.sid.value = s.session; this.mark(); } },
+          s.session), ` at ${s.node}${s.ended ? " (ended)" : ""}`))),
+      ...extra,
+    ].filter(Boolean));
+  }
+
+  showNode(id) {
+    const node = this.flow.nodes.find((n) => n.name === id);
+    if (!node) return;
+    const here = this.flow.sessions.filter((s) => s.node === id).map((s) => s.session);
+    this.showSessions([h("h3", {}, `Node ${node.name}`), h("p", { class: "muted" }, node.type),
+      node.summary ? h("pre", {}, node.summary) : null,
+      h("ul", { class: "transitions" }, this.flow.transitions.filter((t) => t.from === id).map((t) =>
+        h("li", {}, `${t.label === "next" ? "then" : "when " + t.label} → ${t.to === null ? "end" : t.to}`))),
+      h("p", {}, here.length ? `Sessions here: ${here.join(", ")}` : "No session is at this node.")]);
+  }
+
+  async send() {
+    const text = this.text.value.trim();
+    const sid = this.sid.value.trim();
+    if (!text || !sid) return;
+    this.sendBtn.disabled = true;
+    this.status.textContent = "Sending…";
+    let answer;
+    try {
+      answer = await postJSON(`/api/v1/flows/${encodeURIComponent(this.item.id)}/sessions/${encodeURIComponent(sid)}/messages`,
+        { text, stream: false });
+    } catch (e) {
+      this.status.textContent = `The turn failed: ${e.message}`;
+      return;
+    } finally {
+      this.sendBtn.disabled = false;
+    }
+    this.text.value = "";
+    this.current = sid;
+    this.status.textContent = answer.ended ? "Now at the end: the session ended" : `Now at ${answer.node}`;
+    this.flow = await getJSON(`/playground/api/flows/${encodeURIComponent(this.item.id)}`);
+    if (this.closed) return;
+    this.mark();
+    this.showSessions([h("h3", {}, "Last turn"), ...answer.messages.map((m) =>
+      h("div", { class: "msg", "data-node": m.node }, h("div", { class: "who" }, m.node), h("div", { class: "text" }, m.content))),
+    answer.output !== undefined && answer.output !== null ? h("details", {}, h("summary", {}, "Output"), h("pre", {}, pretty(answer.output))) : null]);
+  }
+}
