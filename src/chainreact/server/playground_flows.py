@@ -1,6 +1,7 @@
 """What the playground's flow view draws: a flow's nodes and transitions, and where its sessions stand.
 
-    GET /playground/api/flows/{id}   {"id", "name", "description", "start", "nodes", "transitions", "sessions"}
+    GET /playground/api/flows/{id}   {"id", "name", "description", "start", "nodes", "transitions",
+                                      "sessions"}
 
 `nodes`: name, type, and a one-line summary (a message node's text, an agent node's user message, a chain
 node's chain). `transitions`: one per way a node moves on (`from`, `to` (null = the flow ends), `label`:
@@ -74,8 +75,8 @@ def flow_handler(ctx: ServerContext) -> Any:
         ident = request.path_params["id"]
         flow = await runtime.flow(ident)
         if flow is None:
-            return JSONResponse({"error": {"message": f"no flow with id {ident!r}; GET /api/v1/flows lists them",
-                                           "code": "not_found"}}, status_code=404)
+            why = f"no flow with id {ident!r}; GET /api/v1/flows lists them"
+            return JSONResponse({"error": {"message": why, "code": "not_found"}}, status_code=404)
         return JSONResponse({**describe(flow), "sessions": await sessions(flow, await runtime.store())})
 
     return flow_view
