@@ -4,6 +4,10 @@ The responder is stateless (it answers from the request alone), so one server se
     helper   asks for the `double` tool (the `echo` chain) once, then answers "Doubled: <result>"
     planner  calls `counter` as a sub-agent (its events nested in the planner's stream), then answers
     counter  calls the Python tool `count_letters` once, then answers
+    deployer asks for the `deploy` tool, which needs an approval (runs API: answered in place)
+    asker    asks the user (ask_user, the answer one of C/F), then answers with it
+    flaky    its first model attempt of each run fails with 503, the retry answers (timeline: a retry)
+    slow     streams its answer slowly (to be cancelled)
     helpdesk a flow: greet -> agent (structured output; "bye" ends it) -> bye
     router   a chain: a filter sends big numbers one way and small ones the other
 """
@@ -35,13 +39,35 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
             return {"text": f"The counter answered: {last['content']}", "chunks": 3}
         return {"tool_calls": [{"id": "call_counter", "name": "counter",
                                 "arguments": {"request": "count chainreact"}}]}
+    if "You deploy" in system:
+        if last.get("role") == "tool":
+            return {"text": f"Done: {last['content']}"}
+        return {"tool_calls": [{"id": "call_deploy", "name": "deploy", "arguments": {"service": "api"}}]}
+    if "You ask first" in system:
+        if last.get("role") == "tool":
+            return {"text": f"Using {last['content']}."}
+        return {"tool_calls": [{"id": "call_ask", "name": "ask_user",
+                                "arguments": {"question": "Celsius or Fahrenheit?"}}]}
+    if "You are flaky" in system:
+        _calls["flaky"] = _calls.get("flaky", 0) + 1
+        if _calls["flaky"] % 2:
+            return {"status": 503, "message": "busy, try again"}
+        return {"text": "Second time lucky."}
+    if "You are slow" in system:
+        return {"text": "This answer takes a long while to arrive. " * 8, "chunks": 60, "chunk_delay": 0.25}
     if "You run the helpdesk" in system:
         said = str(last.get("content") or "")
         return {"text": json.dumps({"response": f"Noted: {said}", "done": "bye" in said.lower()})}
     return {"text": "I only know two tricks."}
 
 
+_calls: dict[str, int] = {}
 RETURN = " return {msg: msg, metadata: metadata, msgType: msgType};"
+
+
+def deploy(service: str) -> str:
+    """Deploy a service."""
+    return f"{service} deployed"
 
 
 def count_letters(word: str) -> int:
@@ -85,6 +111,17 @@ def docs(llm_url: str) -> dict[str, dict[str, Any]]:
              "agentOutcomes": [{"condition": "{{output.done}} == true", "transition": {"targetId": "bye"},
                                 "finish": False}]},
             {"name": "bye", "type": "end", "message": "Goodbye."}]},
+        "deployer.json": {"id": "deployer", "type": "ai/agent", "name": "deployer", "configuration": {
+            **agent, "systemPrompt": "You deploy services.", "description": "Deploys, with approval",
+            "tools": [{"type": "python", "name": "deploy", "requireApproval": True,
+                       "config": {"function": "tests.playground.scenario:deploy"}}]}},
+        "asker.json": {"id": "asker", "type": "ai/agent", "name": "asker", "configuration": {
+            **agent, "systemPrompt": "You ask first.", "description": "Asks which unit",
+            "tools": [{"type": "builtin", "name": "ask_user", "config": {"schema": {"enum": ["C", "F"]}}}]}},
+        "flaky.json": {"id": "flaky", "type": "ai/agent", "name": "flaky", "configuration": {
+            **agent, "maxRetries": 2, "systemPrompt": "You are flaky.", "description": "Needs a retry"}},
+        "slow.json": {"id": "slow", "type": "ai/agent", "name": "slow", "configuration": {
+            **agent, "systemPrompt": "You are slow.", "description": "Answers slowly"}},
         "helper.json": {"id": "helper", "type": "ai/agent", "name": "helper", "configuration": {
             **agent, "systemPrompt": "You double numbers.", "description": "Doubles numbers with a tool",
             "tools": [{"type": "rulechain", "targetId": "echo", "name": "double", "description": "Double n",

@@ -53,6 +53,8 @@ def find(driver: webdriver.Chrome, css: str) -> list[WebElement]:
 
 
 def open_page(driver: webdriver.Chrome, url: str) -> None:
+    # A full load every time: a URL that differs only in its #fragment would otherwise not reload the page.
+    driver.get("about:blank")
     driver.get(url)
     wait(driver, lambda d: find(d, "#catalog a"))
 
@@ -76,17 +78,17 @@ def test_static_files_ship_in_the_package_and_nothing_else_is_served(server: Ser
 def test_catalog_lists_everything_and_search_filters(browser: webdriver.Chrome, server: Served) -> None:
     open_page(browser, server.url + "/")
     ids = sorted(a.get_attribute("data-id") or "" for a in find(browser, "#catalog a"))
-    assert ids == ["counter", "echo", "helpdesk", "helper", "planner", "router"]
+    assert ids == ["asker", "counter", "deployer", "echo", "flaky", "helpdesk", "helper", "planner", "router", "slow"]
     assert [h.text.lower() for h in find(browser, "#catalog h2")] == ["agents", "chains", "flows"]
     screenshot(browser, "playground-catalog.png")
     search = browser.find_element(By.ID, "search")
     search.send_keys("doub")  # matches the helper's description, not its id
     wait(browser, lambda d: len(find(d, "#catalog a")) == 1)
     assert find(browser, "#catalog a")[0].get_attribute("data-id") == "helper"
-    assert "1 of 6" in browser.find_element(By.ID, "catalog-status").text
+    assert "1 of 10" in browser.find_element(By.ID, "catalog-status").text
     search.send_keys(Keys.CONTROL, "a")
     search.send_keys(Keys.BACKSPACE)
-    wait(browser, lambda d: len(find(d, "#catalog a")) == 6)
+    wait(browser, lambda d: len(find(d, "#catalog a")) == 10)
     assert console_errors(browser) == []
 
 
@@ -236,4 +238,84 @@ def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser
     assert send("ann", "Thanks, bye") == "Now at the end: the session ended"
     wait(browser, lambda d: "at greet (ended)" in find(d, '#flow-sessions li[data-session="ann"]')[0].text)
     assert agent.find_element(By.CSS_SELECTOR, ".order").text == "1 session"
+    assert console_errors(browser) == []
+
+
+def test_an_approval_is_answered_in_place_and_the_run_goes_on(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/deployer")
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Deploy the api", Keys.ENTER)
+    form = wait(browser, lambda d: find(d, ".msg.assistant form.questions"))[0]
+    question = form.find_element(By.CSS_SELECTOR, 'fieldset[data-kind="approval"]')
+    assert "deploy" in question.find_element(By.TAG_NAME, "legend").text
+    assert '"service": "api"' in question.find_element(By.TAG_NAME, "pre").text
+    assert "waiting for an answer" in find(browser, ".msg.assistant .meta")[0].text
+    screenshot(browser, "playground-approval.png")
+    form.find_element(By.CSS_SELECTOR, "button.approve").click()
+    answer = wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith("Done")])[0]
+    assert answer.text == "Done: api deployed"
+    assert find(browser, ".msg.assistant .answered")[0].text == "Answered: approved"
+    card = find(browser, 'details.tool[data-tool="deploy"]')[0]
+    assert "done" in (card.get_attribute("class") or "")
+    # the timeline: both model calls (tokens), the tool with its duration
+    timeline = find(browser, ".msg.assistant details.timeline")[0]
+    timeline.find_element(By.TAG_NAME, "summary").click()
+    kinds = [r.get_attribute("data-kind") for r in timeline.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert kinds == ["model call", "tool", "model call"]
+    first = timeline.find_elements(By.CSS_SELECTOR, "tbody tr")[0].text
+    assert "fake-model" in first and "tool_calls → deploy" in first and " in / " in first
+    screenshot(browser, "playground-timeline.png")
+    assert console_errors(browser) == []
+
+
+def test_a_rejected_approval_reaches_the_model_as_a_refusal(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/deployer")
+    browser.find_element(By.ID, "new-session").click()
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Deploy again", Keys.ENTER)
+    form = wait(browser, lambda d: find(d, ".msg.assistant form.questions"))[0]
+    form.find_element(By.CSS_SELECTOR, "input").send_keys("not today")
+    form.find_element(By.CSS_SELECTOR, "button.reject").click()
+    answer = wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith("Done")])[0]
+    assert "not today" in answer.text  # the tool did not run: the model got the refusal and its reason
+    assert find(browser, ".msg.assistant .answered")[0].text == "Answered: rejected (not today)"
+    card = find(browser, 'details.tool[data-tool="deploy"]')[0]
+    assert "failed" in (card.get_attribute("class") or "")
+    assert console_errors(browser) == []
+
+
+def test_a_question_is_answered_from_its_schemas_choices(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/asker")
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Weather?", Keys.ENTER)
+    form = wait(browser, lambda d: find(d, ".msg.assistant form.questions"))[0]
+    question = form.find_element(By.CSS_SELECTOR, 'fieldset[data-kind="ask_user"]')
+    assert question.find_element(By.TAG_NAME, "legend").text == "Celsius or Fahrenheit?"
+    choices = question.find_elements(By.CSS_SELECTOR, "select option")
+    assert [o.text for o in choices] == ["C", "F"]
+    choices[1].click()
+    form.find_element(By.CSS_SELECTOR, "button.approve").click()
+    wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text == "Using F."])
+    assert find(browser, ".msg.assistant .answered")[0].text == "Answered: F"
+    assert console_errors(browser) == []
+
+
+def test_retries_show_in_the_timeline(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/flaky")
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Hello", Keys.ENTER)
+    wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text == "Second time lucky."])
+    rows = find(browser, ".msg.assistant details.timeline tbody tr")
+    assert [r.get_attribute("data-kind") for r in rows] == ["retry", "model call"]
+    assert "503" in rows[0].get_attribute("textContent") and "bad" in (rows[0].get_attribute("class") or "")
+    assert console_errors(browser) == []
+
+
+def test_cancel_stops_the_run_on_the_server(browser: webdriver.Chrome, server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/slow")
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Take your time", Keys.ENTER)
+    wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if "long while" in e.text])
+    cancel = browser.find_element(By.ID, "cancel")
+    assert cancel.is_enabled()
+    cancel.click()
+    wait(browser, lambda d: [e for e in find(d, ".msg.assistant .failure") if e.text == "Cancelled."])
+    partial = find(browser, ".msg.assistant .text")[0].text
+    assert 0 < len(partial) < len("This answer takes a long while to arrive. " * 8)
+    assert not cancel.is_enabled() and browser.find_element(By.ID, "send").is_enabled()
     assert console_errors(browser) == []

@@ -51,13 +51,15 @@ export async function postJSON(path, body, signal) {
   return resp.json();
 }
 
-// POST `body` and call onData(parsed) for every `data:` frame of the SSE answer, until [DONE].
-export async function streamSSE(path, body, onData, { signal, extraHeaders = {} } = {}) {
+// POST `body` and call onData(parsed, id) for every `data:` frame of the SSE answer (id: the frame's
+// `id:` as a number, else null), until [DONE] or the end of the stream.
+export async function streamSSE(path, body, onData, { signal, extraHeaders = {}, onOpen = null } = {}) {
   const resp = await fetch(path, {
     method: "POST", body: JSON.stringify(body), signal,
     headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream", ...extraHeaders }),
   });
   if (!resp.ok) throw await failure(resp);
+  if (onOpen) onOpen(resp);
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
@@ -69,11 +71,12 @@ export async function streamSSE(path, body, onData, { signal, extraHeaders = {} 
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
       const frame = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
-      const data = frame.split("\n").filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      const lines = frame.split("\n");
+      const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
       if (!data) continue;
       if (data === "[DONE]") return;
-      onData(JSON.parse(data));
+      const idLine = lines.find((l) => l.startsWith("id:"));
+      onData(JSON.parse(data), idLine ? Number(idLine.slice(3).trim()) : null);
     }
   }
 }

@@ -1,10 +1,12 @@
-// Chat with an agent or a chain over /v1/chat/completions (SSE, `X-Stream-Protocol: agui` tool frames):
-// streamed text, reasoning folded, tool calls as cards (arguments, result, duration, error state) with
-// sub-agent calls nested in their parent's card, a cancel button and a session picker.
+// Chat with an agent (the runs API: POST /api/v1/agents/{id}/runs with stream, cancel, resume) or a chain
+// (/v1/chat/completions, SSE with `X-Stream-Protocol: agui` tool frames): streamed text, reasoning folded,
+// tool calls as cards with sub-agent calls nested, an interrupted run's questions answered in place, the
+// run's timeline, a cancel button and a session picker. The answer itself is drawn by turn.js.
 
-import { streamSSE } from "./api.js";
-import { h, ms, pretty } from "./dom.js";
+import { postJSON, streamSSE } from "./api.js";
+import { h } from "./dom.js";
 import { SessionStore } from "./sessions.js";
+import { AssistantTurn } from "./turn.js";
 
 export class ChatView {
   constructor(root, item) {
@@ -42,10 +44,6 @@ export class ChatView {
     this.input.focus();
   }
 
-  close() {
-    this.cancel();
-  }
-
   refreshPicker() {
     this.picker.replaceChildren(...this.store.all().map((x) =>
       h("option", { value: x.id, selected: x.id === this.session.id },
@@ -70,7 +68,7 @@ export class ChatView {
     this.log.replaceChildren();
     for (const turn of this.session.turns) {
       if (turn.role === "user") this.log.append(userBubble(turn.content));
-      else this.log.append(new AssistantTurn(this.item.id, turn).el);
+      else this.log.append(new AssistantTurn(this.item.id, turn, { model: this.item.model || "" }).el);
     }
     this.log.scrollTop = this.log.scrollHeight;
   }
@@ -88,33 +86,73 @@ export class ChatView {
     const messages = [...this.history(), { role: "user", content: text }];
     this.session.turns.push({ role: "user", content: text });
     if (this.session.title === "New session") this.session.title = text.slice(0, 40);
-    this.store.save(this.session);
-    this.refreshPicker();
     this.log.append(userBubble(text));
 
     const record = { role: "assistant", text: "", reasoning: "", segments: [], started: Date.now() };
-    const turn = new AssistantTurn(this.item.id, record, true);
+    this.session.turns.push(record);
+    this.store.save(this.session);
+    this.refreshPicker();
+    const turn = new AssistantTurn(this.item.id, record, { live: true, model: this.item.model || "",
+      onAnswer: (answers, form) => this.resume(turn, answers, form) });
     this.log.append(turn.el);
+    if (this.item.kind === "agent") {
+      await this.stream(turn, `/api/v1/agents/${encodeURIComponent(this.item.id)}/runs`,
+        { messages, stream: true }, (ev, id) => turn.onEvent(ev, id));
+    } else {
+      await this.stream(turn, "/v1/chat/completions", { model: this.item.id, stream: true, messages },
+        (frame) => turn.onFrame(frame), { "X-Stream-Protocol": "agui" });
+    }
+  }
+
+  async resume(turn, answers, form) {
+    const runId = turn.record.runId;
+    await this.stream(turn, `/api/v1/runs/${encodeURIComponent(runId)}/resume`, { answers, stream: true },
+      (ev, id) => turn.onEvent(ev, id), {}, { form });
+  }
+
+  // Stream one request into `turn`. With `form` (answers to an interrupted run), a refused answer is
+  // shown in the form, which stays for another try.
+  async stream(turn, path, body, onData, extraHeaders = {}, { form = null } = {}) {
+    this.turn = turn;
     this.abort = new AbortController();
     this.setBusy(true);
     try {
-      await streamSSE("/v1/chat/completions", { model: this.item.id, stream: true, messages },
-        (frame) => { turn.onFrame(frame); this.log.scrollTop = this.log.scrollHeight; },
-        { signal: this.abort.signal, extraHeaders: { "X-Stream-Protocol": "agui" } });
+      await streamSSE(path, body, (data, id) => { onData(data, id); this.log.scrollTop = this.log.scrollHeight; }, {
+        signal: this.abort.signal, extraHeaders,
+        onOpen: () => { if (form) turn.resumed(form); },
+      });
       turn.finish();
     } catch (e) {
-      if (e.name === "AbortError") turn.fail("Cancelled.", true);
+      if (form && e.status) {
+        for (const b of form.querySelectorAll("button")) b.disabled = false;
+        const note = form.querySelector(".refused") || form.appendChild(h("p", { class: "failure refused", role: "alert" }));
+        note.textContent = e.message;
+      } else if (e.name === "AbortError") turn.fail("Cancelled.", true);
       else turn.fail(e.message || String(e));
     } finally {
       this.abort = null;
+      this.turn = null;
       this.setBusy(false);
-      this.session.turns.push(record);
       this.store.save(this.session);
       this.log.scrollTop = this.log.scrollHeight;
     }
   }
 
   cancel() {
+    if (!this.abort) return;
+    const runId = this.turn && this.turn.record.runId;
+    if (this.item.kind === "agent" && runId) {
+      // The server cancels the run and the stream ends with its `cancelled` event; closing the stream
+      // is the fallback (it cancels too).
+      const abort = this.abort;
+      postJSON(`/api/v1/runs/${encodeURIComponent(runId)}/cancel`, { mode: "immediate" })
+        .catch(() => abort.abort());
+    } else {
+      this.abort.abort();
+    }
+  }
+
+  close() {
     if (this.abort) this.abort.abort();
   }
 
@@ -137,159 +175,4 @@ export function tabs(item, selected) {
 
 function userBubble(text) {
   return h("div", { class: "msg user" }, h("div", { class: "who" }, "You"), h("div", { class: "text" }, text));
-}
-
-// One assistant answer: built live from frames, or again from its saved record.
-class AssistantTurn {
-  constructor(name, record, live = false) {
-    this.record = record;
-    this.cards = new Map(); // toolCallId -> {card, el}
-    this.open = []; // cards started and not finished, for nesting sub-agent calls
-    this.body = h("div", { class: "body" });
-    this.meta = h("div", { class: "meta" });
-    this.el = h("div", { class: "msg assistant", "aria-busy": live ? "true" : "false" },
-      h("div", { class: "who" }, name), this.body, this.meta);
-    if (!live) this.replay();
-  }
-
-  replay() {
-    if (this.record.reasoning) this.reasoningEl().lastChild.textContent = this.record.reasoning;
-    for (const seg of this.record.segments) {
-      if (seg.type === "text") this.body.append(h("div", { class: "text" }, seg.text));
-      else this.body.append(this.cardEl(seg.card, true));
-    }
-    this.showEnd();
-  }
-
-  reasoningEl() {
-    if (!this.reasoningBox) {
-      this.reasoningBox = h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"),
-        h("div", { class: "text" }));
-      this.body.prepend(this.reasoningBox);
-    }
-    return this.reasoningBox;
-  }
-
-  onFrame(frame) {
-    if (frame.error) {
-      this.fail(frame.error.message || "the stream failed");
-      return;
-    }
-    const choice = (frame.choices || [])[0] || {};
-    const delta = choice.delta || {};
-    if (delta.reasoning_content) {
-      this.record.reasoning += delta.reasoning_content;
-      this.reasoningEl().lastChild.textContent = this.record.reasoning;
-    }
-    if (delta.content) this.appendText(delta.content);
-    for (const ev of delta.tool_calls || []) this.onTool(ev);
-    if (frame.usage) this.record.usage = frame.usage;
-    if (frame.model) this.record.model = frame.model;
-    if (choice.finish_reason) this.record.finish = choice.finish_reason;
-  }
-
-  appendText(text) {
-    this.record.text += text;
-    const segs = this.record.segments;
-    let last = segs[segs.length - 1];
-    if (!last || last.type !== "text") {
-      last = { type: "text", text: "" };
-      segs.push(last);
-      this.textEl = h("div", { class: "text" });
-      this.body.append(this.textEl);
-    }
-    last.text += text;
-    this.textEl.textContent = last.text;
-  }
-
-  onTool(ev) {
-    if (ev.type === "TOOL_CALL_START") {
-      const depth = Array.isArray(ev.path) ? Math.max(ev.path.length - 1, 0) : 0;
-      const card = { id: ev.toolCallId, name: ev.toolName, args: ev.arguments, depth, children: [],
-        state: "running", started: performance.now() };
-      // A sub-agent's call (longer path) goes into the newest unfinished card one level up.
-      const parent = [...this.open].reverse().find((o) => o.card.depth === depth - 1);
-      const el = this.cardEl(card, false);
-      if (parent) {
-        parent.card.children.push(card);
-        parent.nested.append(el);
-        parent.details.open = true;
-      } else {
-        this.record.segments.push({ type: "tool", card });
-        this.body.append(el);
-      }
-      const entry = { card, details: el, nested: el.querySelector(".nested") };
-      this.cards.set(card.id, entry);
-      this.open.push(entry);
-    } else if (ev.type === "TOOL_CALL_RESULT") {
-      const entry = this.cards.get(ev.toolCallId);
-      if (!entry) return;
-      const card = entry.card;
-      card.result = ev.content;
-      card.state = ev.isError ? "error" : "done";
-      card.durationMs = typeof ev.durationMs === "number" ? ev.durationMs : performance.now() - card.started;
-      this.open = this.open.filter((o) => o !== entry);
-      this.fillCard(entry.details, card);
-    }
-  }
-
-  cardEl(card, replay) {
-    const details = h("details", { class: "tool", "data-tool": card.name, "data-call-id": card.id },
-      h("summary", {}, h("span", { class: "name" }, card.name), h("span", { class: "state" }),
-        h("span", { class: "dur" })),
-      h("h4", {}, "Arguments"), h("pre", { class: "args" }, pretty(card.args ?? {})),
-      h("h4", { class: "result-title" }, "Result"), h("pre", { class: "result" }),
-      h("div", { class: "nested" }));
-    this.fillCard(details, card);
-    if (replay) {
-      const nested = details.querySelector(".nested");
-      for (const child of card.children || []) nested.append(this.cardEl(child, true));
-    }
-    return details;
-  }
-
-  fillCard(details, card) {
-    const state = card.state === "running" ? "running…" : card.state === "error" ? "error" : "done";
-    details.classList.toggle("done", card.state === "done");
-    details.classList.toggle("failed", card.state === "error");
-    details.querySelector(".state").textContent = state;
-    details.querySelector(".dur").textContent = card.durationMs !== undefined ? ms(card.durationMs) : "";
-    const has = card.result !== undefined;
-    details.querySelector(".result-title").hidden = !has;
-    const pre = details.querySelector(".result");
-    pre.hidden = !has;
-    pre.textContent = has ? pretty(card.result) : "";
-  }
-
-  finish() {
-    this.record.durationMs = Date.now() - this.record.started;
-    if (!this.record.error && !this.record.finish) {
-      this.record.error = "The run stopped without an answer (it may be waiting for an answer or an approval).";
-    }
-    for (const o of this.open) { o.card.state = "error"; this.fillCard(o.details, o.card); }
-    this.showEnd();
-  }
-
-  fail(message, cancelled = false) {
-    this.record.error = message;
-    this.record.cancelled = cancelled;
-    this.record.durationMs = Date.now() - this.record.started;
-    this.showEnd();
-  }
-
-  showEnd() {
-    this.el.setAttribute("aria-busy", "false");
-    const r = this.record;
-    if (r.error) {
-      this.el.classList.toggle("error", !r.cancelled);
-      if (!this.el.querySelector(".failure")) {
-        this.body.append(h("div", { class: "failure", role: "alert" }, r.error));
-      }
-    }
-    const parts = [];
-    if (r.model) parts.push(r.model);
-    if (r.usage) parts.push(`${r.usage.prompt_tokens} in / ${r.usage.completion_tokens} out tokens`);
-    if (r.durationMs !== undefined) parts.push(ms(r.durationMs));
-    this.meta.textContent = parts.join(" · ");
-  }
 }

@@ -1,0 +1,355 @@
+// One assistant answer, built live from a stream or again from its saved record. It understands two
+// streams: OpenAI chat chunks with AG-UI tool frames (chains) and the runs API's events (agents), which
+// also give the timeline (model calls, tools, retries, failovers, breaker changes) and the questions of
+// an interrupted run, answered in place.
+
+import { h, ms, pretty } from "./dom.js";
+
+export class AssistantTurn {
+  constructor(name, record, { live = false, onAnswer = null, model = "" } = {}) {
+    this.record = record;
+    record.timeline = record.timeline || [];
+    this.onAnswer = onAnswer; // (answers) => resume the interrupted run
+    this.model = model;
+    this.cards = new Map(); // toolCallId -> {card, details, nested}
+    this.open = []; // cards started and not finished, for nesting sub-agent calls
+    this.body = h("div", { class: "body" });
+    this.meta = h("div", { class: "meta" });
+    this.timelineBox = h("details", { class: "timeline", hidden: true },
+      h("summary", {}, "Timeline"), h("table", {},
+        h("thead", {}, h("tr", {}, ["time", "step", "what", "detail", "tokens", "took"].map((c) =>
+          h("th", { scope: "col" }, c)))), h("tbody", {})));
+    this.el = h("div", { class: "msg assistant", "aria-busy": live ? "true" : "false" },
+      h("div", { class: "who" }, name), this.body, this.meta, this.timelineBox);
+    if (!live) this.replay();
+  }
+
+  // --- building from a saved record ---------------------------------------------------------------------
+  replay() {
+    if (this.record.reasoning) this.reasoningEl().lastChild.textContent = this.record.reasoning;
+    for (const seg of this.record.segments) {
+      if (seg.type === "text") this.body.append(h("div", { class: "text" }, seg.text));
+      else this.body.append(this.cardEl(seg.card, true));
+    }
+    for (const row of this.record.timeline) this.timelineRow(row);
+    this.showEnd();
+  }
+
+  reasoningEl() {
+    if (!this.reasoningBox) {
+      this.reasoningBox = h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"),
+        h("div", { class: "text" }));
+      this.body.prepend(this.reasoningBox);
+    }
+    return this.reasoningBox;
+  }
+
+  // --- OpenAI chunks (+ AG-UI tool frames) ------------------------------------------------------------
+  onFrame(frame) {
+    if (frame.error) {
+      this.fail(frame.error.message || "the stream failed");
+      return;
+    }
+    const choice = (frame.choices || [])[0] || {};
+    const delta = choice.delta || {};
+    if (delta.reasoning_content) this.appendReasoning(delta.reasoning_content);
+    if (delta.content) this.appendText(delta.content);
+    for (const ev of delta.tool_calls || []) {
+      if (ev.type === "TOOL_CALL_START") this.toolStart(ev.toolCallId, ev.toolName, ev.arguments, ev.path);
+      else if (ev.type === "TOOL_CALL_RESULT") this.toolEnd(ev.toolCallId, ev.content, ev.isError, ev.durationMs);
+    }
+    if (frame.usage) this.record.usage = frame.usage;
+    if (frame.model) this.record.model = frame.model;
+    if (choice.finish_reason) this.record.finish = choice.finish_reason;
+  }
+
+  // --- the runs API's events ----------------------------------------------------------------------------
+  onEvent(ev, id = null) {
+    // A resumed run's stream starts again from the run's first event: skip what was shown.
+    if (id !== null) {
+      if (id <= (this.record.lastEventId ?? 0)) return;
+      this.record.lastEventId = id;
+    }
+    if (!ev.type) { // the `end` frame: {"id", "status"}
+      if (ev.status) this.record.status = ev.status;
+      return;
+    }
+    const nested = Array.isArray(ev.path) && ev.path.length > 1;
+    const now = performance.now();
+    const t = now - (this.t0 ??= now);
+    switch (ev.type) {
+      case "run_start":
+        if (!nested) this.record.runId = ev.run_id;
+        this.lastMark = t;
+        break;
+      case "text_delta":
+        if (!nested) this.appendText(ev.text);
+        break;
+      case "reasoning_delta":
+        if (!nested) this.appendReasoning(ev.text);
+        break;
+      case "tool_call": {
+        const fn = ev.call.function || {};
+        let args = fn.arguments;
+        try { args = JSON.parse(args || "{}"); } catch (_) { /* shown as sent */ }
+        this.toolStart(ev.call.id, fn.name, args, ev.path);
+        break;
+      }
+      case "tool_result":
+        this.toolEnd(ev.call_id, ev.content, ev.is_error, ev.duration_ms);
+        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: ev.is_error ? "tool error" : "tool",
+          what: ev.name, detail: clip(ev.content, 90), took: ev.duration_ms, bad: ev.is_error });
+        this.lastMark = t;
+        break;
+      case "model_call_end": {
+        const u = ev.usage || {};
+        const calls = (ev.message && ev.message.tool_calls || []).map((c) => c.function.name);
+        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "model call",
+          what: (nested ? "" : this.model) || ev.agent,
+          detail: `${ev.finish_reason || ""}${calls.length ? " → " + calls.join(", ") : ""}` +
+            (ev.endpoint ? ` · ${ev.endpoint}` : ""),
+          tokens: u.total_tokens !== undefined ? `${u.prompt_tokens} in / ${u.completion_tokens} out` : "",
+          took: t - (this.lastMark ?? 0) });
+        this.lastMark = t;
+        break;
+      }
+      case "retry":
+        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "retry", what: ev.endpoint, bad: true,
+          detail: `attempt ${ev.attempt} failed${ev.status ? " (" + ev.status + ")" : ""}: ${clip(ev.error, 80)}; ` +
+            `next in ${ms(ev.delay * 1000)}` });
+        break;
+      case "failover":
+        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "failover", bad: true,
+          what: `${ev.from_endpoint} → ${ev.to_endpoint}`, detail: clip(ev.error, 90) });
+        break;
+      case "breaker":
+        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "breaker", what: ev.endpoint,
+          detail: `${ev.previous} → ${ev.state}`, bad: ev.state === "open" });
+        break;
+      case "final":
+        if (!nested) {
+          this.record.usage = ev.usage;
+          this.record.finish = ev.stop_reason;
+          this.record.model = this.model;
+        }
+        break;
+      case "interrupted":
+        if (!nested) {
+          this.record.questions = ev.questions;
+          this.record.finish = "interrupted";
+          this.showQuestions(ev.questions);
+        }
+        break;
+      case "cancelled":
+        if (!nested) this.record.finish = "cancelled";
+        break;
+      case "error":
+        if (!nested) this.fail(ev.error);
+        break;
+      default:
+        break;
+    }
+  }
+
+  row(r) {
+    this.record.timeline.push(r);
+    this.timelineRow(r);
+  }
+
+  timelineRow(r) {
+    this.timelineBox.hidden = false;
+    const n = this.record.timeline.length;
+    this.timelineBox.firstChild.textContent = `Timeline (${n} event${n > 1 ? "s" : ""})`;
+    this.timelineBox.querySelector("tbody").append(h("tr", { class: r.bad ? "bad" : "", "data-kind": r.kind },
+      h("td", {}, "+" + ms(r.t)), h("td", {}, r.nested ? `${r.agent} ${r.step}` : String(r.step ?? "")),
+      h("td", {}, h("b", {}, r.kind), " ", r.what || ""), h("td", {}, r.detail || ""),
+      h("td", {}, r.tokens || ""), h("td", {}, r.took !== undefined ? ms(r.took) : "")));
+  }
+
+  // --- shared pieces --------------------------------------------------------------------------------------
+  appendReasoning(text) {
+    this.record.reasoning += text;
+    this.reasoningEl().lastChild.textContent = this.record.reasoning;
+  }
+
+  appendText(text) {
+    this.record.text += text;
+    const segs = this.record.segments;
+    let last = segs[segs.length - 1];
+    if (!last || last.type !== "text") {
+      last = { type: "text", text: "" };
+      segs.push(last);
+      this.textEl = h("div", { class: "text" });
+      this.body.append(this.textEl);
+    }
+    last.text += text;
+    this.textEl.textContent = last.text;
+  }
+
+  toolStart(id, name, args, path) {
+    if (this.cards.has(id) && this.cards.get(id).card.state === "running") return; // re-sent on resume
+    const depth = Array.isArray(path) ? Math.max(path.length - 1, 0) : 0;
+    const card = { id, name, args, depth, children: [], state: "running", started: performance.now() };
+    // A sub-agent's call (longer path) goes into the newest unfinished card one level up.
+    const parent = [...this.open].reverse().find((o) => o.card.depth === depth - 1);
+    const el = this.cardEl(card, false);
+    if (parent) {
+      parent.card.children.push(card);
+      parent.nested.append(el);
+      parent.details.open = true;
+    } else {
+      this.record.segments.push({ type: "tool", card });
+      this.body.append(el);
+    }
+    const entry = { card, details: el, nested: el.querySelector(".nested") };
+    this.cards.set(id, entry);
+    this.open.push(entry);
+  }
+
+  toolEnd(id, content, isError, durationMs) {
+    const entry = this.cards.get(id);
+    if (!entry) return;
+    const card = entry.card;
+    card.result = content;
+    card.state = isError ? "error" : "done";
+    card.durationMs = typeof durationMs === "number" ? durationMs : performance.now() - card.started;
+    this.open = this.open.filter((o) => o !== entry);
+    this.fillCard(entry.details, card);
+  }
+
+  cardEl(card, replay) {
+    const details = h("details", { class: "tool", "data-tool": card.name, "data-call-id": card.id },
+      h("summary", {}, h("span", { class: "name" }, card.name), h("span", { class: "state" }),
+        h("span", { class: "dur" })),
+      h("h4", {}, "Arguments"), h("pre", { class: "args" }, pretty(card.args ?? {})),
+      h("h4", { class: "result-title" }, "Result"), h("pre", { class: "result" }),
+      h("div", { class: "nested" }));
+    this.fillCard(details, card);
+    if (replay) {
+      const nested = details.querySelector(".nested");
+      for (const child of card.children || []) nested.append(this.cardEl(child, true));
+    }
+    return details;
+  }
+
+  fillCard(details, card) {
+    const state = card.state === "running" ? "running…" : card.state === "error" ? "error" : "done";
+    details.classList.toggle("done", card.state === "done");
+    details.classList.toggle("failed", card.state === "error");
+    details.querySelector(".state").textContent = state;
+    details.querySelector(".dur").textContent = card.durationMs !== undefined ? ms(card.durationMs) : "";
+    const has = card.result !== undefined;
+    details.querySelector(".result-title").hidden = !has;
+    const pre = details.querySelector(".result");
+    pre.hidden = !has;
+    pre.textContent = has ? pretty(card.result) : "";
+  }
+
+  // An interrupted run's questions, answered in place: approvals with Approve / Reject (and a reason),
+  // other questions with a field (a list when the schema is an enum).
+  showQuestions(questions) {
+    const fields = [];
+    const form = h("form", { class: "questions", "aria-label": "The run is waiting for answers" },
+      h("p", { class: "waiting" }, "The run is waiting for your answer."));
+    for (const q of questions) {
+      const fid = "answer-" + q.id;
+      const box = h("fieldset", { class: "question", "data-kind": q.kind, "data-question": q.id },
+        h("legend", {}, q.question || q.kind));
+      if (q.kind === "approval") {
+        if (q.tool) box.append(h("pre", {}, `${q.tool}(${pretty(q.arguments ?? {})})`));
+        const reason = h("input", { id: fid + "-reason", placeholder: "optional", size: 30 });
+        box.append(h("label", { for: fid + "-reason" }, "Reason "), reason);
+        fields.push({ q, get: (approve) => (reason.value ? { approve, reason: reason.value } : approve) });
+      } else {
+        const enums = q.schema && Array.isArray(q.schema.enum) ? q.schema.enum : null;
+        const input = enums
+          ? h("select", { id: fid }, enums.map((v) => h("option", { value: JSON.stringify(v) }, String(v))))
+          : h("input", { id: fid, size: 40 });
+        box.append(h("label", { for: fid, class: "visually-hidden" }, q.question || "Answer"), input);
+        const typed = q.schema && ["integer", "number", "boolean", "object", "array"].includes(q.schema.type);
+        fields.push({ q, get: () => {
+          if (enums) return JSON.parse(input.value);
+          if (typed) { try { return JSON.parse(input.value); } catch (_) { return input.value; } }
+          return input.value;
+        } });
+      }
+      form.append(box);
+    }
+    const send = (approve) => (ev) => {
+      ev.preventDefault();
+      const answers = {};
+      for (const f of fields) answers[f.q.id] = f.get(approve);
+      for (const b of form.querySelectorAll("button")) b.disabled = true;
+      this.record.answered = answers;
+      if (this.onAnswer) this.onAnswer(answers, form);
+    };
+    const approvals = questions.some((q) => q.kind === "approval");
+    form.append(h("div", { class: "actions" },
+      h("button", { type: "submit", class: "approve", onclick: send(true) }, approvals ? "Approve" : "Answer"),
+      approvals ? h("button", { type: "button", class: "danger reject", onclick: send(false) }, "Reject") : null));
+    form.addEventListener("submit", send(true));
+    this.body.append(form);
+    const first = form.querySelector("input, select, button");
+    if (first) first.focus();
+  }
+
+  // A resumed run goes on in the same answer: reset what ended.
+  resumed(form) {
+    const said = Object.values(this.record.answered).map(describeAnswer).join("; ");
+    form.replaceWith(h("p", { class: "muted answered" }, "Answered: " + said));
+    this.record.finish = undefined;
+    this.record.questions = undefined;
+    this.el.setAttribute("aria-busy", "true");
+  }
+
+  finish() {
+    this.record.durationMs = Date.now() - this.record.started;
+    const r = this.record;
+    if (!r.error && r.finish === "cancelled") { r.error = "Cancelled."; r.cancelled = true; }
+    if (!r.error && !r.finish) r.error = "The run stopped without an answer.";
+    if (r.finish !== "interrupted") {
+      for (const o of this.open) { o.card.state = "error"; this.fillCard(o.details, o.card); }
+    }
+    this.showEnd();
+  }
+
+  fail(message, cancelled = false) {
+    this.record.error = message;
+    this.record.cancelled = cancelled;
+    this.record.durationMs = Date.now() - this.record.started;
+    this.showEnd();
+  }
+
+  showEnd() {
+    this.el.setAttribute("aria-busy", "false");
+    const r = this.record;
+    if (r.error) {
+      this.el.classList.toggle("error", !r.cancelled);
+      const old = this.el.querySelector(".failure");
+      if (old) old.textContent = r.error;
+      else this.body.append(h("div", { class: "failure", role: "alert" }, r.error));
+    }
+    const parts = [];
+    if (r.finish === "interrupted") parts.push("waiting for an answer");
+    if (r.model) parts.push(r.model);
+    if (r.usage && r.usage.total_tokens !== undefined) {
+      parts.push(`${r.usage.prompt_tokens} in / ${r.usage.completion_tokens} out tokens`);
+    }
+    if (r.durationMs !== undefined) parts.push(ms(r.durationMs));
+    this.meta.textContent = parts.join(" · ");
+  }
+}
+
+function describeAnswer(a) {
+  if (a === true) return "approved";
+  if (a === false) return "rejected";
+  if (a && typeof a === "object" && typeof a.approve === "boolean") {
+    return (a.approve ? "approved" : "rejected") + (a.reason ? ` (${a.reason})` : "");
+  }
+  return typeof a === "string" ? a : JSON.stringify(a);
+}
+
+function clip(text, n) {
+  const s = String(text ?? "");
+  return s.length > n ? s.slice(0, n - 1) + "…" : s;
+}
