@@ -23,6 +23,7 @@ from .conftest import console_errors, screenshot
 from .scenario import docs, responder
 
 WAIT = 20
+Browser = webdriver.Chrome
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,12 @@ def find(driver: webdriver.Chrome, css: str) -> list[WebElement]:
     return driver.find_elements(By.CSS_SELECTOR, css)
 
 
+def answer_starting(driver: Browser, prefix: str) -> WebElement:
+    """The first answer text that starts with `prefix`, once there is one."""
+    found = wait(driver, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith(prefix)])
+    return found[0]  # type: ignore[no-any-return]
+
+
 def open_page(driver: webdriver.Chrome, url: str) -> None:
     # A full load every time: a URL that differs only in its #fragment would otherwise not reload the page.
     driver.get("about:blank")
@@ -78,7 +85,8 @@ def test_static_files_ship_in_the_package_and_nothing_else_is_served(server: Ser
 def test_catalog_lists_everything_and_search_filters(browser: webdriver.Chrome, server: Served) -> None:
     open_page(browser, server.url + "/")
     ids = sorted(a.get_attribute("data-id") or "" for a in find(browser, "#catalog a"))
-    assert ids == ["asker", "counter", "deployer", "echo", "flaky", "helpdesk", "helper", "planner", "router", "slow"]
+    assert ids == ["asker", "counter", "deployer", "echo", "flaky", "helpdesk", "helper", "planner", "router",
+                   "slow"]
     assert [h.text.lower() for h in find(browser, "#catalog h2")] == ["agents", "chains", "flows"]
     screenshot(browser, "playground-catalog.png")
     search = browser.find_element(By.ID, "search")
@@ -241,7 +249,7 @@ def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser
     assert console_errors(browser) == []
 
 
-def test_an_approval_is_answered_in_place_and_the_run_goes_on(browser: webdriver.Chrome, server: Served) -> None:
+def test_an_approval_is_answered_in_place_and_the_run_goes_on(browser: Browser, server: Served) -> None:
     open_page(browser, server.url + "/#/agent/deployer")
     wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Deploy the api", Keys.ENTER)
     form = wait(browser, lambda d: find(d, ".msg.assistant form.questions"))[0]
@@ -251,7 +259,7 @@ def test_an_approval_is_answered_in_place_and_the_run_goes_on(browser: webdriver
     assert "waiting for an answer" in find(browser, ".msg.assistant .meta")[0].text
     screenshot(browser, "playground-approval.png")
     form.find_element(By.CSS_SELECTOR, "button.approve").click()
-    answer = wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith("Done")])[0]
+    answer = answer_starting(browser, "Done")
     assert answer.text == "Done: api deployed"
     assert find(browser, ".msg.assistant .answered")[0].text == "Answered: approved"
     card = find(browser, 'details.tool[data-tool="deploy"]')[0]
@@ -267,14 +275,14 @@ def test_an_approval_is_answered_in_place_and_the_run_goes_on(browser: webdriver
     assert console_errors(browser) == []
 
 
-def test_a_rejected_approval_reaches_the_model_as_a_refusal(browser: webdriver.Chrome, server: Served) -> None:
+def test_a_rejected_approval_reaches_the_model_as_a_refusal(browser: Browser, server: Served) -> None:
     open_page(browser, server.url + "/#/agent/deployer")
     browser.find_element(By.ID, "new-session").click()
     wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Deploy again", Keys.ENTER)
     form = wait(browser, lambda d: find(d, ".msg.assistant form.questions"))[0]
     form.find_element(By.CSS_SELECTOR, "input").send_keys("not today")
     form.find_element(By.CSS_SELECTOR, "button.reject").click()
-    answer = wait(browser, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith("Done")])[0]
+    answer = answer_starting(browser, "Done")
     assert "not today" in answer.text  # the tool did not run: the model got the refusal and its reason
     assert find(browser, ".msg.assistant .answered")[0].text == "Answered: rejected (not today)"
     card = find(browser, 'details.tool[data-tool="deploy"]')[0]
