@@ -249,3 +249,20 @@ def test_login_without_users_is_not_configured(fake_llm: Any, serve_flows: Any) 
     srv = serve_flows({"helpdesk.json": helpdesk(fake_llm([]).url)})
     r = httpx.post(srv.url + "/api/v1/login", json={"user": "a", "password": "b"})
     assert r.status_code == 404 and r.json()["error"]["code"] == "login_not_configured"
+
+
+def test_flow_sessions_live_in_the_state_store_across_restarts(fake_llm: Any, serve_flows: Any,
+                                                               tmp_path: Path) -> None:
+    llm = fake_llm([answer("First."), answer("Second.")])
+    state = f"sqlite:///{tmp_path / 'state.db'}"
+    first = serve_flows({"helpdesk.json": helpdesk(llm.url)}, state=state)
+    turn = {"text": "hi"}
+    json_only = {"Accept": "application/json"}
+    url = "/api/v1/flows/helpdesk/sessions/keep/messages"
+    assert httpx.post(first.url + url, json=turn, headers=json_only, timeout=30).json()["node"] == "agent"
+    first.__exit__()
+    second = serve_flows({"helpdesk.json": helpdesk(llm.url)}, state=state)
+    assert httpx.get(second.url + "/api/v1/flows/helpdesk/sessions/keep").json()["node"] == "agent"
+    # the next message goes to the agent, not to the greeting again
+    again = httpx.post(second.url + url, json=turn, headers=json_only, timeout=30).json()
+    assert [m["content"] for m in again["messages"]] == ["Second."]

@@ -5,6 +5,7 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     rulego_routes   /api/v1/rules/...
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
+    mcp_routes      /mcp (MCP streamable HTTP)
     playground_routes   / (the web playground), /playground/...
     runs_routes     /api/v1/agents/{id}/runs, /api/v1/runs/... (and the run registry the chat routes use)
     (here)          GET /healthz, /readyz
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from . import flows_routes, login, openai_routes, playground_routes, rulego_routes, runs_routes
+from . import flows_routes, login, mcp_routes, openai_routes, playground_routes, rulego_routes, runs_routes
 from .auth import KeyStore
 from .catalog import Catalog
 from .context import DEFAULT_BODY_LIMIT, ServerContext, read_body
@@ -38,6 +39,7 @@ ROUTE_MODULES = (
     rulego_routes,
     flows_routes,
     login,
+    mcp_routes,
     playground_routes,
     runs_routes,
 )
@@ -68,12 +70,19 @@ def create_app(catalog: Catalog, *, keys: KeyStore | None = None, body_limit: in
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         for start in ctx.on_startup:
             await start()
+        stack = contextlib.AsyncExitStack()
+        for enter in ctx.lifespans:
+            await stack.enter_async_context(enter())
         yield
         for hook in ctx.on_shutdown:
             try:
                 await hook()
             except Exception:  # one failing hook must not keep the others (and the catalog) open
                 log.exception("shutdown hook failed")
+        try:
+            await stack.aclose()
+        except Exception:
+            log.exception("closing a lifespan context failed")
         for t in list(ctx.tasks):
             t.cancel()
         await catalog.aclose()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,10 @@ class ServerContext:
     on_startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # Called, in order, when the app shuts down (before the catalog closes).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # Entered, in order, when the app starts and exited in reverse when it stops (after the on_shutdown
+    # hooks, before the catalog closes): for what must live as long as the app in the lifespan's task
+    # (e.g. the MCP session manager's task group).
+    lifespans: list[Callable[[], AbstractAsyncContextManager[Any]]] = field(default_factory=list)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A background task the app keeps a reference to, and cancels at shutdown if still running."""

@@ -1,8 +1,9 @@
 """Flows as the server runs them: bound to one state store, the user of a request, a turn as frames.
 
-The store: `ctx.extras["state"]` when the server has one (a chainreact.state Store, or a store URL that is
-opened on first use), else one in-memory SQLite store for the process (sessions are lost on restart; the
-flow document's own `state` key is not used by the server: one server, one store).
+The store: the one the runs API opened at startup (`ctx.extras["runs"].store`: the `--state` URL, else
+an in-memory SQLite store); without the runs module, `ctx.extras["state"]` (a chainreact.state Store, or
+a store URL opened on first use), else an in-memory SQLite store of its own. In memory, sessions are lost
+on restart. The flow document's own `state` key is not used by the server: one server, one store.
 
 The user handed to a flow: the logged-in user of the request (server/login.py) when it sends a valid
 token. Without one, the body's `user` object is passed along, except that for a flow with a
@@ -53,7 +54,12 @@ class FlowRuntime:
                 from ..state import open_store
 
                 given = self.ctx.extras.get(STATE_EXTRA)
-                if given is None or isinstance(given, str):
+                shared = getattr(self.ctx.extras.get("runs"), "store", None)
+                if shared is not None:
+                    # The runs API opened the server's store at startup (the --state URL, else its own
+                    # in-memory one): flows share it rather than open a second connection.
+                    self._store = shared
+                elif given is None or isinstance(given, str):
                     url = given or "sqlite:///:memory:"
                     self._store, self._own_store = await open_store(url), True
                     if given is None:
