@@ -3,6 +3,7 @@ Last-Event-ID reconnect, cancel, resume with answers, bad input, permissions. SQ
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from collections.abc import Iterator
@@ -12,6 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from chainreact.state import open_store
+from chainreact.state.checkpoint import RunSnapshot, save_snapshot
+from chainreact.types import Message
 from tests.server.runs_helpers import agent_doc, sse_events, wait_status
 from tests.state.conftest import PG_URL, drop_schema, require_postgres
 
@@ -26,8 +30,6 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     require_postgres()
     schema = "srv_" + uuid.uuid4().hex[:16]
     yield f"{PG_URL}?schema={schema}"
-    import asyncio
-
     asyncio.run(drop_schema(schema))
 
 
@@ -256,3 +258,28 @@ def test_chain_runs(fake_llm: Any, serve: Any, state_url: str) -> None:
     assert httpx.post(f"{base}/rules/nochain/runs", json={"input": "x"}, timeout=10).status_code == 404
     assert httpx.post(f"{base}/rules/chat/runs", json={"input": "x", "session": "s"},
                       timeout=10).status_code == 400
+
+
+def test_a_run_left_running_by_a_dead_server_is_resumed(fake_llm: Any, serve: Any, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+
+    async def leave_running() -> None:  # what a server killed mid-run leaves in the store
+        async with await open_store(url) as store:
+            snap = RunSnapshot("deadbeef01", "running", step=1, agent="helper", extra={"target": "helper"},
+                               messages=[Message("system", "You help."), Message("user", "Still there?")])
+            await save_snapshot(store, snap)
+            await store.append_events("deadbeef01", [("run_start", {"type": "run_start"})])
+
+    asyncio.run(leave_running())
+    llm = fake_llm([{"text": "Yes."}])
+    srv = serve({"helper.json": agent_doc(llm.url)}, state=url)
+    base = f"{srv.url}/api/v1/runs/deadbeef01"
+    assert httpx.get(base, timeout=10).json()["status"] == "running"
+    refused = httpx.post(f"{base}/resume", json={"answers": {"q": 1}}, timeout=10)
+    assert refused.status_code == 400 and "takes no answers" in refused.json()["error"]["message"]
+    done = httpx.post(f"{base}/resume", json={}, timeout=10).json()
+    assert done["status"] == "done" and done["result"]["content"] == "Yes."
+    assert [m["content"] for m in llm.chat_requests[0].messages] == ["You help.", "Still there?"]
+    events = httpx.get(f"{base}/events", timeout=10)
+    ids = [f["id"] for f in sse_events(iter(events.text.split("\n"))) if f["id"] is not None]
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) > 1  # the log goes on after the old event
