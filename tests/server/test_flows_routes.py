@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,46 @@ def test_flow_sessions_live_in_the_state_store_across_restarts(fake_llm: Any, se
     # the next message goes to the agent, not to the greeting again
     again = httpx.post(second.url + url, json=turn, headers=json_only, timeout=30).json()
     assert [m["content"] for m in again["messages"]] == ["Second."]
+
+
+def test_two_messages_to_one_session_at_once_the_second_to_save_is_409(fake_llm: Any,
+                                                                       serve_flows: Any) -> None:
+    import threading
+
+    # the first request's model answer is slow; the second, sent meanwhile, saves the session first
+    llm = fake_llm([{**answer("slow"), "delay": 2}, answer("fast")])
+    srv = serve_flows({"helpdesk.json": helpdesk(llm.url)})
+    url = srv.url + "/api/v1/flows/helpdesk/sessions/race/messages"
+    results: dict[str, httpx.Response] = {}
+
+    def send(name: str) -> None:
+        results[name] = httpx.post(url, json={"text": name}, headers={"Accept": "application/json"},
+                                   timeout=30)
+
+    slow = threading.Thread(target=send, args=("slow",))
+    slow.start()
+    deadline = time.monotonic() + 10
+    while not llm.chat_requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    send("fast")
+    slow.join(30)
+    assert results["fast"].status_code == 200
+    assert results["slow"].status_code == 409
+    assert results["slow"].json()["error"]["code"] == "session_conflict"
+    # the session holds the turn that was saved
+    assert httpx.get(srv.url + "/api/v1/flows/helpdesk/sessions/race").json()["variables"]["agent"][
+        "response"] == "fast"
+
+
+def test_a_flow_request_without_a_session_key_gets_a_new_one(fake_llm: Any, serve_flows: Any) -> None:
+    llm = fake_llm([answer("One."), answer("Two.")])
+    srv = serve_flows({"helpdesk.json": helpdesk(llm.url)})
+    body = {"model": "helpdesk", "messages": [{"role": "user", "content": "hi"}]}
+    first = httpx.post(srv.url + "/v1/chat/completions", json=body, timeout=30)
+    sid = first.headers["x-session-key"]
+    assert sid and first.json()["choices"][0]["message"]["content"] == "Hello!\n\nOne."
+    # the returned key continues that session (no greeting again)
+    second = httpx.post(srv.url + "/v1/chat/completions", json=body, timeout=30,
+                        headers={"X-Session-Key": sid})
+    assert second.headers["x-session-key"] == sid
+    assert second.json()["choices"][0]["message"]["content"] == "Two."

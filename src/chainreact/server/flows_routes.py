@@ -144,6 +144,12 @@ async def _as_json(flow: Any, sid: str, events: AsyncIterator[Any]) -> Response:
             elif ev.type == "turn_end":
                 turn.node, turn.ended = ev.data["current"], ev.data["ended"]
     except Exception as e:  # the turn failed: nothing was saved, the session did not move
+        from ..state import RunConflictError
+
+        if isinstance(e, RunConflictError):  # another turn of this session saved first
+            return JSONResponse({"error": {"message": f"session {sid!r} moved on during this turn (two "
+                                                      f"messages at once?): {e}; send it again",
+                                           "code": "session_conflict"}}, status_code=409)
         return JSONResponse({"error": {"message": str(e) or type(e).__name__, "code": "turn_failed"}},
                             status_code=500)
     return JSONResponse({"session": sid, **turn.to_dict(), "events": seen})
