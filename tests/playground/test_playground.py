@@ -290,6 +290,36 @@ def test_a_rejected_approval_reaches_the_model_as_a_refusal(browser: Browser, se
     assert console_errors(browser) == []
 
 
+def test_past_runs_open_from_the_store_and_an_interrupted_one_is_answered_there(browser: Browser,
+                                                                               server: Served) -> None:
+    open_page(browser, server.url + "/#/agent/deployer")
+    browser.find_element(By.ID, "new-session").click()
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Deploy later", Keys.ENTER)
+    wait(browser, lambda d: find(d, ".msg.assistant form.questions"))
+    open_page(browser, server.url + "/#/agent/deployer")  # a new page: only the store knows the run
+    browser.find_element(By.ID, "new-session").click()
+    browser.find_element(By.ID, "past-runs").click()
+    runs = wait(browser, lambda d: find(d, "#runs-panel button.run"))
+    # this module's three runs of the deployer, newest first: the waiting one, then the two answered
+    assert [r.get_attribute("data-status") for r in runs] == ["interrupted", "done", "done"]
+    screenshot(browser, "playground-runs.png")
+    runs[0].click()
+    form = wait(browser, lambda d: find(d, ".msg.assistant form.questions"))[0]
+    assert find(browser, ".msg.user .text")[0].text == "Deploy later"
+    form.find_element(By.CSS_SELECTOR, "button.approve").click()
+    assert answer_starting(browser, "Done").text == "Done: api deployed"
+    browser.find_element(By.ID, "past-runs").click()
+    runs = wait(browser, lambda d: find(d, "#runs-panel button.run"))
+    assert [r.get_attribute("data-status") for r in runs] == ["done", "done", "done"]
+    runs[2].click()  # the first run of the module: approved in the earlier test
+    wait(browser, lambda d: len(find(d, ".msg.assistant")) == 2)
+    old = find(browser, ".msg.assistant")[1]
+    wait(browser, lambda d: "Done: api deployed" in old.text)
+    rows = old.find_elements(By.CSS_SELECTOR, "details.timeline tbody tr")
+    assert [r.get_attribute("data-kind") for r in rows] == ["model call", "tool", "model call"]
+    assert console_errors(browser) == []
+
+
 def test_a_question_is_answered_from_its_schemas_choices(browser: webdriver.Chrome, server: Served) -> None:
     open_page(browser, server.url + "/#/agent/asker")
     wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("Weather?", Keys.ENTER)
@@ -327,3 +357,60 @@ def test_cancel_stops_the_run_on_the_server(browser: webdriver.Chrome, server: S
     assert 0 < len(partial) < len("This answer takes a long while to arrive. " * 8)
     assert not cancel.is_enabled() and browser.find_element(By.ID, "send").is_enabled()
     assert console_errors(browser) == []
+
+
+def test_with_keys_the_page_asks_for_one_and_shows_what_it_may_read(browser: Browser, tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    from chainreact.server import KeyStore
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    for name, doc in docs("http://127.0.0.1:9/v1").items():
+        if name in ("router.json", "echo.json", "helper.json"):
+            (folder / name).write_text(json.dumps(doc))
+    keys = {"keys": [{"name": "viewer", "sha256": hashlib.sha256(b"k-router").hexdigest(), "ids": ["router"],
+                      "permissions": ["read", "execute"]}]}
+    (tmp_path / "keys.json").write_text(json.dumps(keys))
+    with Served(create_app(Catalog.load([folder]), keys=KeyStore.load(tmp_path / "keys.json"))) as srv:
+        browser.get("about:blank")
+        browser.get(srv.url + "/")
+        status = browser.find_element(By.ID, "catalog-status")
+        wait(browser, lambda d: "needs an API key" in status.text)
+        assert find(browser, "#catalog a") == []
+        browser.find_element(By.ID, "api-key").send_keys("k-router", Keys.ENTER)
+        wait(browser, lambda d: [a.get_attribute("data-id") for a in find(d, "#catalog a")] == ["router"])
+        browser.execute_script("location.hash = '#/chain/router/graph'")
+        wait(browser, lambda d: len(find(d, "#chain-graph g.node")) == 4)
+        browser.find_element(By.ID, "trace-run").click()  # data {} : n is missing, the filter says False
+        wait(browser, lambda d: find(d, "#trace-steps li"))
+        assert sorted(e.get_attribute("data-id") or "" for e in find(browser, "g.node.visited")) == \
+            ["check", "log", "small"]
+        browser.execute_script("sessionStorage.clear()")
+    # a 401 is an answer the page handles, not a console error; nothing else failed
+    assert [e for e in console_errors(browser) if "401" not in e["message"]] == []
+
+
+def test_chat_with_a_chain_from_its_chat_tab(browser: Browser, server: Served) -> None:
+    open_page(browser, server.url + "/#/chain/router/graph")
+    wait(browser, lambda d: find(d, "#tab-chat"))[0].click()
+    wait(browser, lambda d: find(d, "#chat-input"))[0].send_keys("hello chain", Keys.ENTER)
+    # the chain's Success message is the answer: the request went through the filter (no n: False)
+    answer = answer_starting(browser, "{")
+    assert '"size":"small"' in answer.text and '"hello chain"' in answer.text
+    assert browser.find_element(By.ID, "tab-chat").get_attribute("aria-selected") == "true"
+    assert console_errors(browser) == []
+
+
+def test_a_chain_that_does_not_stream_still_answers_a_streamed_chat(server: Served) -> None:
+    # Before: only Stream frames became text, so a chain of plain nodes answered with no content at all.
+    body = {"model": "router", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    resp = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=30)
+    frames = [orjson.loads(line[6:]) for line in resp.text.split("\n\n")
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    text = "".join(f["choices"][0]["delta"].get("content", "") for f in frames)
+    assert orjson.loads(text)["messages"] == [{"role": "user", "content": "hi"}]
+    assert orjson.loads(text)["size"] == "small"
+    assert frames[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert [f["choices"][0]["finish_reason"] for f in frames] == [None, "stop"]

@@ -103,11 +103,13 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: st
 async def _sse(frames: AsyncIterator[Frame], cid: str, created: int, model: str,
                agui: bool) -> AsyncIterator[bytes]:
     first = True
+    texts = False
     try:
         async for f in frames:
             if isinstance(f, Text | Reasoning):
                 delta: dict[str, Any] = {"content": f.text} if isinstance(f, Text) else \
                     {"reasoning_content": f.text}
+                texts = texts or isinstance(f, Text)
                 if first:
                     delta["role"] = "assistant"
                     first = False
@@ -116,6 +118,11 @@ async def _sse(frames: AsyncIterator[Frame], cid: str, created: int, model: str,
                 if agui:
                     yield _chunk(cid, created, model, {"tool_calls": [f.event]})
             elif isinstance(f, Done):
+                if not texts and f.content:
+                    # A chain whose nodes do not stream (no Stream frames) still answers: its Success
+                    # message, in one chunk.
+                    delta = {"role": "assistant", "content": f.content} if first else {"content": f.content}
+                    yield _chunk(cid, created, model, delta)
                 usage = f.usage.to_dict() if f.usage.total_tokens else None
                 yield _chunk(cid, created, f.model or model, {}, "stop", usage)
                 yield b"data: [DONE]\n\n"

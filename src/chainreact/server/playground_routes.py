@@ -5,6 +5,7 @@
     GET  /playground/api/catalog                everything loaded: id, kind, description (+ model of agents)
     POST /playground/api/chains/{id}/trace      run a chain once with debug capture: every node's IN/OUT
     GET  /playground/api/flows/{id}             a flow's nodes, transitions and sessions (playground_flows)
+    GET  /playground/api/agents/{id}/runs       an agent's recent runs in the store (playground_runs)
 
 The page itself carries no data and needs no key; its API calls send the key the user types in (kept in
 the tab's sessionStorage) like any other client, so `--keys` protects the playground as it does the rest.
@@ -23,6 +24,7 @@ from starlette.routing import Route
 
 from .context import ServerContext
 from .playground_flows import flow_handler
+from .playground_runs import runs_handler
 
 STATIC_DIR = Path(__file__).parent / "playground"
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -126,5 +128,6 @@ def routes(ctx: ServerContext) -> list[Route]:
         Route("/playground/api/catalog", list_catalog),
         Route("/playground/api/chains/{id}/trace", trace, methods=["POST"]),
         Route("/playground/api/flows/{id}", flow_handler(ctx)),
+        Route("/playground/api/agents/{id}/runs", runs_handler(ctx)),
         Route("/playground/{file}", asset),
     ]

@@ -51,11 +51,11 @@ export async function postJSON(path, body, signal) {
   return resp.json();
 }
 
-// POST `body` and call onData(parsed, id) for every `data:` frame of the SSE answer (id: the frame's
+// POST `body` (GET when it is null) and call onData(parsed, id) for every `data:` frame of the SSE answer (id: the frame's
 // `id:` as a number, else null), until [DONE] or the end of the stream.
 export async function streamSSE(path, body, onData, { signal, extraHeaders = {}, onOpen = null } = {}) {
   const resp = await fetch(path, {
-    method: "POST", body: JSON.stringify(body), signal,
+    method: body === null ? "GET" : "POST", body: body === null ? undefined : JSON.stringify(body), signal,
     headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream", ...extraHeaders }),
   });
   if (!resp.ok) throw await failure(resp);

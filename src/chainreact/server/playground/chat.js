@@ -3,7 +3,7 @@
 // tool calls as cards with sub-agent calls nested, an interrupted run's questions answered in place, the
 // run's timeline, a cancel button and a session picker. The answer itself is drawn by turn.js.
 
-import { postJSON, streamSSE } from "./api.js";
+import { getJSON, postJSON, streamSSE } from "./api.js";
 import { h } from "./dom.js";
 import { SessionStore } from "./sessions.js";
 import { AssistantTurn } from "./turn.js";
@@ -23,7 +23,11 @@ export class ChatView {
       h("label", { for: "session-picker" }, "Session"), this.picker,
       h("button", { type: "button", class: "secondary", id: "new-session", onclick: () => this.newSession() },
         "New session"),
+      item.kind === "agent" ? h("button", { type: "button", class: "secondary", id: "past-runs",
+        "aria-expanded": "false", "aria-controls": "runs-panel", onclick: () => this.togglePastRuns() }, "Past runs")
+        : null,
       item.kind === "chain" ? tabs(item, "chat") : null);
+    this.runsPanel = h("div", { class: "runspanel", id: "runs-panel", hidden: true });
     this.log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
     this.input = h("textarea", { id: "chat-input", rows: 2, placeholder: "Message (Enter sends, Shift+Enter: new line)" });
     this.input.addEventListener("keydown", (ev) => {
@@ -38,10 +42,57 @@ export class ChatView {
     const form = h("form", { class: "composer", onsubmit: (ev) => { ev.preventDefault(); this.send(); } },
       h("label", { for: "chat-input", class: "visually-hidden" }, `Message to ${item.id}`),
       this.input, this.sendBtn, this.cancelBtn);
-    root.append(head, h("div", { class: "chat" }, this.log, form));
+    root.append(head, this.runsPanel, h("div", { class: "chat" }, this.log, form));
     this.refreshPicker();
     this.renderSession();
     this.input.focus();
+  }
+
+  // The agent's recent runs in the server's store; one opens in the log from its stored events (an
+  // interrupted one can be answered there).
+  async togglePastRuns() {
+    const btn = document.getElementById("past-runs");
+    const open = this.runsPanel.hidden;
+    this.runsPanel.hidden = !open;
+    btn.setAttribute("aria-expanded", String(open));
+    if (!open) return;
+    this.runsPanel.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+    let runs;
+    try {
+      runs = (await getJSON(`/playground/api/agents/${encodeURIComponent(this.item.id)}/runs`)).items;
+    } catch (e) {
+      this.runsPanel.replaceChildren(h("p", { class: "failure" }, `Could not list the runs: ${e.message}`));
+      return;
+    }
+    this.runsPanel.replaceChildren(
+      runs.length ? h("ul", { "aria-label": "Past runs" }, runs.map((r) => h("li", {},
+        h("button", { type: "button", class: "run", "data-run": r.id, "data-status": r.status,
+          onclick: () => this.openRun(r) },
+        h("b", {}, r.status), ` ${new Date(r.created_at * 1000).toLocaleString()} · `,
+        h("span", { class: "muted" }, r.answer || r.id)))))
+        : h("p", { class: "muted" }, "No run of this agent in the server's store yet."));
+  }
+
+  async openRun(run) {
+    if (this.abort) return;
+    this.runsPanel.hidden = true;
+    document.getElementById("past-runs").setAttribute("aria-expanded", "false");
+    this.log.append(h("p", { class: "runtitle muted" }, `Run ${run.id} (${run.status}), from the server's store`));
+    const record = { role: "assistant", text: "", reasoning: "", segments: [], started: Date.now() };
+    const turn = new AssistantTurn(this.item.id, record, { live: true, model: this.item.model || "",
+      onAnswer: (answers, form) => this.resume(turn, answers, form) });
+    let asked = false;
+    this.log.append(turn.el);
+    await this.stream(turn, `/api/v1/runs/${encodeURIComponent(run.id)}/events`, null, (ev, id) => {
+      if (ev.type === "run_start" && !asked) {
+        asked = true;
+        const msgs = (ev.input && ev.input.messages) || [];
+        const last = [...msgs].reverse().find((m) => m.role === "user");
+        const said = last ? last.content : typeof ev.input === "string" ? ev.input : null;
+        if (said) turn.el.before(userBubble(typeof said === "string" ? said : JSON.stringify(said)));
+      }
+      turn.onEvent(ev, id);
+    });
   }
 
   refreshPicker() {

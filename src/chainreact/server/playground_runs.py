@@ -1,0 +1,53 @@
+"""Past runs of an agent for the playground, from the state store of the runs API.
+
+    GET /playground/api/agents/{id}/runs   {"items": [{"id", "status", "session", "created_at",
+                                                       "updated_at", "answer"}]}
+
+The runs API (runs_routes.py) keeps runs in the server's store (`--state`, else a private in-memory
+store) but lists none; this lists an agent's most recent ones (at most MAX_RUNS, newest first), read from
+the store's run list and each run's view. Their events are `GET /api/v1/runs/{run_id}/events`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .context import ServerContext
+
+MAX_RUNS = 20
+# Runs of every agent (and flows' sessions) share the store's run list: look this far back.
+SCAN_RUNS = 500
+ANSWER_CHARS = 120
+
+
+def runs_handler(ctx: ServerContext) -> Any:
+    @ctx.guard("read", "id")
+    async def agent_runs(request: Request) -> Response:
+        ident = request.path_params["id"]
+        entry = ctx.catalog.entries.get(ident)
+        if entry is None or entry.kind != "agent":
+            return JSONResponse({"error": {"message": f"no agent with id {ident!r}", "code": "not_found"}},
+                                status_code=404)
+        registry = ctx.extras.get("runs")
+        store = getattr(registry, "store", None)
+        if registry is None or store is None:
+            return JSONResponse({"items": []})
+        items: list[dict[str, Any]] = []
+        for rec in await store.runs(limit=SCAN_RUNS):
+            if rec.run_id.startswith("flow:"):
+                continue
+            view = await registry.view(rec.run_id)
+            if view is None or view.get("agent") != ident:
+                continue
+            answer = (view.get("result") or {}).get("content") or ""
+            items.append({"id": view["id"], "status": view["status"], "session": view.get("session"),
+                          "created_at": view.get("created_at"), "updated_at": view.get("updated_at"),
+                          "answer": answer[:ANSWER_CHARS]})
+            if len(items) >= MAX_RUNS:
+                break
+        return JSONResponse({"items": items})
+
+    return agent_runs
