@@ -172,7 +172,7 @@ def test_bad_input_gets_a_clear_4xx_and_changes_nothing(fake_llm: Any, serve: An
         (httpx.post(url, json={"model": "helper", "messages": [{"role": "user", "content": "x" * 5000}]}),
          413, "limit"),
         (httpx.post(srv.url + "/api/v1/rules/..%2F..%2Fetc/execute/T", json={}), 404, "Not Found"),
-        (httpx.post(srv.url + "/api/v1/rules/%2e%2e/execute/T", json={}), 404, "no rule chain"),
+        (httpx.post(srv.url + "/api/v1/rules/%2e%2e/execute/T", json={}), 400, "'..'"),
     ]
     for resp, status, needle in cases:
         assert resp.status_code == status, resp.text

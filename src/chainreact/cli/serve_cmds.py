@@ -33,6 +33,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise UsageError(f"serve needs the 'server' extra: pip install 'chainreact[server]' ({exc})"
                          ) from None
+    if args.rate_limit:
+        from ..server.ratelimit import parse_rate
+
+        parse_rate(args.rate_limit, "--rate-limit")  # refused before anything loads
     catalog = Catalog.load(args.paths, globals=build_globals(args.globals, args.globals_file))
     keys = KeyStore.load(args.keys) if args.keys else None
     extras = _login_extras(args)
@@ -46,6 +50,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not catalog.entries:
         print("error: nothing to serve", file=sys.stderr)
         return EXIT_FAIL
+    if args.access_log:
+        from ..server import accesslog
+
+        accesslog.to_stderr()
+    watch = [] if args.no_watch else list(args.paths)
+    if watch:
+        import logging
+
+        # Reloads (INFO) and files that no longer load (ERROR) go to stderr.
+        server_log = logging.getLogger("chainreact.server")
+        if not server_log.handlers:
+            server_log.addHandler(logging.StreamHandler())
+            server_log.setLevel(logging.INFO)
+        print(f"watching {', '.join(watch)} for changes", file=sys.stderr)
     from ..state import ENV_VAR, mask_url, parse_url
 
     state = args.state or os.environ.get(ENV_VAR) or None
@@ -53,9 +71,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         parse_url(state)  # a malformed URL fails here, before the port is taken
         print(f"state store: {mask_url(state)} (runs, sessions, flows)", file=sys.stderr)
     app = create_app(catalog, keys=keys, body_limit=args.body_limit, state=state, grace=args.grace,
-                     **extras)
+                     body_timeout=args.body_timeout, rate_limit=args.rate_limit,
+                     cors_origins=args.cors_origin or [], access_log=args.access_log, watch=watch, **extras)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                            timeout_graceful_shutdown=max(args.grace, 0.001))
+                            timeout_graceful_shutdown=max(args.grace, 0.001), access_log=False,
+                            forwarded_allow_ips=args.forwarded_allow_ips)
     _graceful_server(config, app.state.ctx.extras["runs"]).run()
     return EXIT_OK
 
@@ -113,6 +133,20 @@ def register(add: AddCommand) -> None:
     p.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                    help="on SIGTERM, how long runs in flight may go on before they are cancelled "
                         "(default 30)")
+    p.add_argument("--body-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="time to receive a request body, else 408 (default 60)")
+    p.add_argument("--rate-limit", metavar="N/PERIOD",
+                   help="default rate per API key (per client address without --keys), e.g. 60/minute; "
+                        "a key's own rateLimit wins")
+    p.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                   help="allow this browser origin (repeatable; '*' = any); without it, no CORS headers")
+    p.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=False,
+                   help="one JSON line per request on stderr (never keys, headers or bodies; default off)")
+    p.add_argument("--no-watch", action="store_true",
+                   help="do not watch the given files and folders (default: changed files are reloaded)")
+    p.add_argument("--forwarded-allow-ips", metavar="IPS",
+                   help="trust X-Forwarded-For/-Proto from these proxy addresses (comma-separated, "
+                        "'*' = any; default: 127.0.0.1, or $FORWARDED_ALLOW_IPS)")
     p.add_argument("--hash-key", metavar="KEY", help="print the SHA-256 of KEY for a keys file, and exit")
     p.add_argument("--users", help="users for POST /api/v1/login (a file with a users: section; default: the "
                                    "keys file's users: section)")

@@ -6,9 +6,12 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
     mcp_routes      /mcp (MCP streamable HTTP)
+    metrics         GET /metrics
     playground_routes   / (the web playground), /playground/...
     runs_routes     /api/v1/agents/{id}/runs, /api/v1/runs/... (and the run registry the chat routes use)
     (here)          GET /healthz, /readyz
+Around them, ops.setup(ctx) composes the middleware (metrics, access log, CORS) and the rate limits,
+body timeout and folder watcher that `create_app` keywords ask for (server/ops.py lists them).
 
 To add a wing of routes: a new module with `routes(ctx)`, and its line in ROUTE_MODULES.
 """
@@ -26,7 +29,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from . import flows_routes, login, mcp_routes, openai_routes, playground_routes, rulego_routes, runs_routes
+from . import (
+    flows_routes,
+    login,
+    mcp_routes,
+    metrics,
+    openai_routes,
+    ops,
+    playground_routes,
+    rulego_routes,
+    runs_routes,
+)
 from .auth import KeyStore
 from .catalog import Catalog
 from .context import DEFAULT_BODY_LIMIT, ServerContext, read_body
@@ -40,6 +53,7 @@ ROUTE_MODULES = (
     flows_routes,
     login,
     mcp_routes,
+    metrics,
     playground_routes,
     runs_routes,
 )
@@ -52,6 +66,7 @@ def create_app(catalog: Catalog, *, keys: KeyStore | None = None, body_limit: in
     """The app serving `catalog`. `extras` land in `ServerContext.extras` for route modules that need
     more (each module documents the names it reads)."""
     ctx = ServerContext(catalog=catalog, keys=keys, body_limit=body_limit, extras=dict(extras))
+    middleware = ops.setup(ctx)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -87,7 +102,7 @@ def create_app(catalog: Catalog, *, keys: KeyStore | None = None, body_limit: in
             t.cancel()
         await catalog.aclose()
 
-    app = Starlette(routes=routes, lifespan=lifespan,
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={HTTPException: _http_error})  # type: ignore[dict-item]
     app.state.ctx = ctx
     return app

@@ -5,6 +5,7 @@
         sha256: 9f86d08...             # hex SHA-256 of the key (`chainreact serve --hash-key KEY` prints it)
         ids: ["*"]                     # agent/chain ids this key may use ("*" = all)
         permissions: [read, execute]   # read | write | execute | admin (admin = all)
+        rateLimit: 60/minute           # optional: N/second|minute|hour|day or unlimited (ratelimit.py)
 
 Requests send `Authorization: Bearer <key>`. Keys are compared by hash in constant time; the file holds
 no key in clear.
@@ -16,9 +17,12 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .ratelimit import Rate
 
 PERMISSIONS = frozenset({"read", "write", "execute", "admin"})
 
@@ -33,6 +37,7 @@ class ApiKey:
     sha256: str
     ids: frozenset[str]
     permissions: frozenset[str]
+    rate_limit: Rate | None = None  # None: the server's default (--rate-limit)
 
     def allows(self, permission: str, ident: str | None) -> bool:
         if "admin" not in self.permissions and permission not in self.permissions:
@@ -81,4 +86,12 @@ def _parse_key(item: Any, where: str, src: str) -> ApiKey:
     ids = item.get("ids", ["*"])
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise bad("ids: expected a list of agent/chain ids (or [\"*\"])")
-    return ApiKey(str(item.get("name", where)), digest, frozenset(ids), frozenset(perms))
+    rate = None
+    if item.get("rateLimit") is not None:
+        from .ratelimit import parse_rate
+
+        try:
+            rate = parse_rate(item["rateLimit"], "rateLimit")
+        except ConfigError as e:
+            raise bad(str(e)) from None
+    return ApiKey(str(item.get("name", where)), digest, frozenset(ids), frozenset(perms), rate)

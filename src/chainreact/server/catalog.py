@@ -36,6 +36,10 @@ class Catalog:
     problems: list[str] = field(default_factory=list)  # files that did not load, with why
     skipped: list[str] = field(default_factory=list)  # files in folders that are no document of ours
     engine: Any = None  # the RuleEngine, created when the first chain loads
+    globals: dict[str, Any] = field(default_factory=dict)  # kept for reloads (catalog_reload.py)
+    # Told about every run, model call and tool call of the agents built here (server/ops_stats.py).
+    observers: list[Any] = field(default_factory=list)
+    retired: list[Any] = field(default_factory=list)  # replaced agents: runs in flight may still use them
 
     @classmethod
     def load(cls, paths: Iterable[str | Path], *, globals: Mapping[str, Any] | None = None) -> Catalog:
@@ -51,7 +55,7 @@ class Catalog:
                 parsed = cat._read(f, quiet=path.is_dir())
                 if parsed is not None:
                     found.append((f, *parsed, path.is_dir()))
-        g = dict(globals or {})
+        g = cat.globals = dict(globals or {})
         # Chains first: agents' rulechain tools, the MCP `self` provider and flows' rulechain nodes use
         # the loaded chains.
         order = {"chain": 0, "agent": 1}
@@ -85,8 +89,11 @@ class Catalog:
 
                     config, extra = host_agent_parts(self.engine, doc.config)
                     doc = dataclasses.replace(doc, config=config)
-                agent = Agent.from_config(doc, globals=globals_, **extra)
+                from .ops_stats import ObserverMiddleware
+
                 ident = (data.get("id") if isinstance(data, dict) else None) or path.stem
+                observe = [ObserverMiddleware(self.observers, str(ident))]
+                agent = Agent.from_config(doc, globals=globals_, middleware=observe, **extra)
                 self._add(Entry(str(ident), "agent", str(path), agent, agent.description))
             elif kind == "chain":
                 engine = self.chain_engine(globals_)
@@ -135,8 +142,7 @@ class Catalog:
         return True
 
     async def aclose(self) -> None:
-        for e in self.entries.values():
-            if e.kind == "agent":
-                await e.obj.aclose()
+        for agent in [*self.retired, *(e.obj for e in self.entries.values() if e.kind == "agent")]:
+            await agent.aclose()
         if self.engine is not None:
             self.engine.close()

@@ -21,6 +21,8 @@ from .catalog import Catalog
 from .openai_api import error
 
 DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
+MAX_IDENT = 256
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -28,26 +30,48 @@ class _TooLarge(Exception):
     pass
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refused past `limit` bytes whether or not the client declared its length."""
+async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
+    """The body, refused past `limit` bytes whether or not the client declared its length, and past
+    `timeout` seconds in all (uvicorn has no body read timeout: a client trickling bytes would hold the
+    request open for ever); raises TimeoutError then."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+
+    async def read() -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _TooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    if timeout is None:
+        return await read()
+    async with asyncio.timeout(timeout):
+        return await read()
 
 
-def deny(status: int, message: str, code: str, openai_shape: bool) -> Response:
-    """401/403 in OpenAI's error shape on OpenAI routes, in the plain `{"error": {...}}` shape elsewhere."""
+def bad_ident(ident: str) -> str | None:
+    """Why an id taken from the path cannot name anything (path tricks, control characters, absurd length),
+    or None. Checked before anything looks the id up, so such ids never reach a catalog or a store."""
+    if not ident or len(ident) > MAX_IDENT:
+        return f"an id must have 1 to {MAX_IDENT} characters"
+    if ident in (".", "..") or any(c in ident for c in "/\\") or not ident.isprintable():
+        return "an id may not be '.' or '..', nor hold slashes, backslashes or control characters"
+    return None
+
+
+def deny(status: int, message: str, code: str, openai_shape: bool, *, status_type: str | None = None,
+         headers: dict[str, str] | None = None) -> Response:
+    """A refusal (400/401/403/429) in OpenAI's error shape on OpenAI routes, in the plain
+    `{"error": {...}}` shape elsewhere."""
     if openai_shape:
-        return error(status, message, "invalid_request_error" if status == 401 else "permission_error", code)
-    return JSONResponse({"error": {"message": message, "code": code}}, status_code=status)
+        type_ = status_type or ("invalid_request_error" if status == 401 else "permission_error")
+        return error(status, message, type_, code, headers=headers)
+    return JSONResponse({"error": {"message": message, "code": code}}, status_code=status, headers=headers)
 
 
 def is_openai_path(path: str) -> bool:
@@ -63,7 +87,8 @@ class ServerContext:
     # by a name the module documents.
     extras: dict[str, Any] = field(default_factory=dict)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    # Called, in order, when the app starts (inside the server's event loop: open stores there).
+    # Called, in order, when the app starts (inside the server's event loop: open stores, start
+    # background tasks such as the folder watcher).
     on_startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     # Called, in order, when the app shuts down (before the catalog closes).
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
@@ -71,6 +96,10 @@ class ServerContext:
     # hooks, before the catalog closes): for what must live as long as the app in the lifespan's task
     # (e.g. the MCP session manager's task group).
     lifespans: list[Callable[[], AbstractAsyncContextManager[Any]]] = field(default_factory=list)
+    # Run by `guard` after auth, before the body is read; the first Response returned refuses the request
+    # (rate limits: server/ratelimit.py).
+    checks: list[Callable[[Request], Response | None]] = field(default_factory=list)
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A background task the app keeps a reference to, and cancels at shutdown if still running."""
@@ -81,10 +110,13 @@ class ServerContext:
 
     def guard(self, permission: str, ident_param: str | None = None) -> Callable[[Handler], Handler]:
         """Auth (when a keys file is given) and the body limit, around one route."""
-        keys, limit = self.keys, self.body_limit
+        keys, limit, checks = self.keys, self.body_limit, self.checks
 
         def wrap(fn: Handler) -> Handler:
             async def handler(request: Request) -> Response:
+                if ident_param and (why := bad_ident(request.path_params.get(ident_param, ""))):
+                    return deny(400, why, "invalid_id", is_openai_path(request.url.path),
+                                status_type="invalid_request_error")
                 if keys is not None:
                     openai_shape = is_openai_path(request.url.path)
                     auth = request.headers.get("authorization", "")
@@ -99,12 +131,18 @@ class ServerContext:
                         return deny(403, f"this API key lacks the {permission!r} permission{what}",
                                     "permission_denied", openai_shape)
                     request.state.key = key
+                for check in checks:
+                    if (refused := check(request)) is not None:
+                        return refused
                 try:
-                    request.state.body = await read_body(request, limit) \
+                    request.state.body = await read_body(request, limit, self.body_timeout) \
                         if request.method in ("POST", "PUT", "PATCH") else b""
                 except _TooLarge:
                     return error(413, f"the request body is larger than the limit of {limit} bytes",
                                  code="body_too_large")
+                except TimeoutError:
+                    return error(408, f"the request body did not arrive within {self.body_timeout:g} s",
+                                 code="request_timeout", headers={"Connection": "close"})
                 except ClientDisconnect:
                     return Response(status_code=499)
                 return await fn(request)

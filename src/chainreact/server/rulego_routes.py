@@ -59,6 +59,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             doc = orjson.loads(request.state.body)
         except orjson.JSONDecodeError as e:
             return error(400, f"the chain DSL is not valid JSON: {e}")
+        if not isinstance(doc, dict):
+            return error(400, "the chain DSL must be a JSON object with ruleChain and metadata")
         existing = catalog.entries.get(ident)
         if existing is not None and existing.kind != "chain":
             return error(409, f"id {ident!r} is an agent, not a chain")

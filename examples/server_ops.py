@@ -1,0 +1,88 @@
+"""Operating a served agent: rate limits, the access log, /metrics and a watched folder.
+
+The same as `chainreact serve FOLDER --keys keys.yaml --access-log` (the CLI watches folders by default),
+here in-process against chainreact's scripted model server so it runs offline and in CI.
+"""
+
+import hashlib
+import json
+import logging
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from chainreact.server import Catalog, KeyStore, create_app
+from chainreact.testing import FakeLLM
+
+
+def agent(url: str, prompt: str) -> dict:
+    return {"id": "helper", "configuration": {"url": url, "key": "unused", "model": "fake-model",
+                                              "systemPrompt": prompt}}
+
+
+def main() -> None:
+    llm = FakeLLM([{"text": "Paris."}] * 10)
+    llm.start()
+    folder = Path(tempfile.mkdtemp()) / "agents"
+    folder.mkdir()
+    (folder / "helper.json").write_text(json.dumps(agent(llm.url, "You help.")))
+    keys = folder.parent / "keys.json"
+    keys.write_text(json.dumps({"keys": [
+        {"name": "demo", "sha256": hashlib.sha256(b"sk-demo").hexdigest(), "permissions": ["read", "execute"],
+         "rateLimit": "2/minute"},
+        {"name": "prometheus", "sha256": hashlib.sha256(b"sk-scrape").hexdigest(), "permissions": ["read"],
+         "rateLimit": "unlimited"}]}))
+
+    access = logging.getLogger("chainreact.server.access")  # one JSON line per request, no secrets
+    access.addHandler(logging.StreamHandler(sys.stdout))
+    access.setLevel(logging.INFO)
+    app = create_app(Catalog.load([folder]), keys=KeyStore.load(keys), access_log=True, watch=[folder],
+                     watch_debounce_ms=50)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    url, auth = f"http://127.0.0.1:{port}", {"Authorization": "Bearer sk-demo"}
+    try:
+        ask = {"model": "helper", "messages": [{"role": "user", "content": "Capital of France?"}]}
+        r = httpx.post(url + "/v1/chat/completions", json=ask, headers=auth)
+        print("answer:", r.json()["choices"][0]["message"]["content"])
+        httpx.get(url + "/v1/models", headers=auth)
+        r = httpx.get(url + "/v1/models", headers=auth)  # the third request within a minute
+        print(f"rate limited: {r.status_code}, Retry-After: {r.headers['retry-after']} s,",
+              r.json()["error"]["code"])
+
+        # the watched folder: a broken edit is reported, the old version keeps serving
+        watcher = app.state.ctx.extras["watcher"]
+        while not watcher.ready:
+            time.sleep(0.05)
+        (folder / "helper.json").write_text('{"id": "helper", ')
+        deadline = time.monotonic() + 15
+        while not (problems := httpx.get(url + "/readyz").json()["problems"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print("readyz problem:", problems[0].split(": ", 1)[0].rsplit("/", 1)[-1], "->",
+              "keeps serving" if "keeps serving" in problems[0] else problems[0])
+
+        metrics = httpx.get(url + "/metrics", headers={"Authorization": "Bearer sk-scrape"}).text
+        for line in metrics.splitlines():
+            if line.startswith(("chainreact_runs_total", "chainreact_model_calls_total",
+                                "chainreact_http_requests_total{method=\"GET\",route=\"/v1/models\"")):
+                print(line)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        llm.stop()
+
+
+if __name__ == "__main__":
+    main()
