@@ -55,7 +55,7 @@ def main() -> None:
     url, auth = f"http://127.0.0.1:{port}", {"Authorization": "Bearer sk-demo"}
     try:
         ask = {"model": "helper", "messages": [{"role": "user", "content": "Capital of France?"}]}
-        r = httpx.post(url + "/v1/chat/completions", json=ask, headers=auth)
+        r = httpx.post(url + "/v1/chat/completions", json=ask, headers=auth, timeout=60)
         print("answer:", r.json()["choices"][0]["message"]["content"])
         httpx.get(url + "/v1/models", headers=auth)
         r = httpx.get(url + "/v1/models", headers=auth)  # the third request within a minute
