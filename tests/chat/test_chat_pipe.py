@@ -82,3 +82,25 @@ def test_chat_usage_errors(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "chainreact", "chat", str(tmp_path / "missing.json")],
                        input="", capture_output=True, text=True, timeout=60, env=cli_env())
     assert r.returncode == 1 and "missing.json" in r.stderr
+
+
+def test_a_missing_tool_argument_is_asked_at_the_prompt(fake_llm: Any, tmp_path: Path) -> None:
+    """askUserForToolsInput through the chat (streaming path): the question is the node's message, the
+    next line answers it, the tool runs with the answer."""
+    with orders_server() as orders:
+        srv = fake_llm([
+            {"tool_calls": [{"name": "orderLookup", "arguments": {}, "id": "c1"}]},
+            answer({"response": "Order 42 is late.", "resolved": False}, chunks=3),
+        ])
+        doc = chat_flow(srv.url, orders.url)
+        doc["nodes"][0]["transition"] = {"targetId": "support"}
+        doc["nodes"][1]["askUserForToolsInput"] = True
+        flow = tmp_path / "support.json"
+        flow.write_text(json.dumps(doc))
+        r = chat(flow, f"sqlite:///{tmp_path}/state.db", "where is my order?\n42\n", "--session", "a1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("greet: Hello Ann!\n"
+                        "support: To use orderLookup I need orderId.\n"
+                        "support: Order 42 is late.\n")
+    assert orders.paths == ["/orders/42"]
+    assert len(srv.chat_requests) == 2

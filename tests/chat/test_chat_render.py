@@ -37,3 +37,47 @@ def test_text_field_follows_the_agent_node_rule() -> None:
     assert text_field({"properties": {"text": {}, "answer": {}}}) == "answer"
     assert text_field({"properties": {"score": {}}}) is None
     assert text_field(None) is None
+
+
+def test_printer_nests_a_collaborators_events_and_streams_only_the_top_agent() -> None:
+    import io
+    from typing import Any
+
+    from chainreact.cli.chat_render import TurnPrinter
+    from chainreact.flows import Flow, FlowEvent
+    from chainreact.types.events import Final, RunStart, TextDelta, ToolCallEvent, ToolResultEvent
+    from chainreact.types.messages import ToolCall
+
+    flow = Flow.from_dict({"id": "f", "nodes": [{
+        "name": "boss", "type": "aiagent", "start": True, "userMessage": "{{userInput}}",
+        "output": {"schema": {"type": "object", "properties": {"response": {"type": "string"}}}}}]})
+    out, err = io.StringIO(), io.StringIO()
+    p = TurnPrinter(flow, out, err)
+    top, sub = ("boss",), ("boss", "billing")
+
+    def agent(ev: Any) -> FlowEvent:
+        return FlowEvent("agent", "boss", {"agent_event": ev})
+
+    for ev in [RunStart(path=top, agent="boss", input="hi"),
+               ToolCallEvent(path=top, agent="boss", call=ToolCall("c1", "billing", '{"q": "refund?"}')),
+               RunStart(path=sub, agent="billing", input="refund?"),
+               TextDelta(path=sub, agent="billing", text='{"response": "not mine"}'),
+               ToolCallEvent(path=sub, agent="billing", call=ToolCall("c2", "ledger", "{}")),
+               ToolResultEvent(path=sub, agent="billing", call_id="c2", name="ledger", content="ok"),
+               Final(path=sub, agent="billing", content="Refund allowed."),
+               ToolResultEvent(path=top, agent="boss", call_id="c1", name="billing",
+                               content="Refund allowed."),
+               TextDelta(path=top, agent="boss", text='{"response": "Yes, '),
+               TextDelta(path=top, agent="boss", text='refunded."}')]:
+        p.show(agent(ev))
+    p.show(FlowEvent("message", "boss", {"role": "assistant", "content": "Yes, refunded."}))
+    p.finish()
+    assert out.getvalue() == "boss: Yes, refunded.\n"  # streamed once, the collaborator's text not shown
+    assert err.getvalue().splitlines() == [
+        '  → billing({"q": "refund?"})',
+        "  » billing: refund?",
+        "    → ledger({})",
+        "    ← ledger: ok",
+        "  « billing: Refund allowed.",
+        "  ← billing: Refund allowed.",
+    ]

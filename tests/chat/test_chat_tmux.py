@@ -1,6 +1,6 @@
 """`chainreact chat` on a real terminal (tmux: send-keys in, capture-pane out): the prompt, an answer
 that appears while the model is still writing it, a tool call on screen while the tool runs, readline
-history (Up recalls the last message), `/reset`, `/quit`.
+history (Up recalls the last message), `/reset`, Ctrl-C during a turn, `/quit`.
 
 tmux runs on its own socket (-L) and the test kills that server, whatever happens."""
 
@@ -71,6 +71,9 @@ def test_chat_at_a_terminal(pane: Pane, fake_llm: Any, tmp_path: Path) -> None:
             answer({"response": "Order 42 is late; refund started.", "resolved": True}),
             answer({"response": "Hi again.", "resolved": False}),
             answer({"response": "Still here.", "resolved": False}),
+            answer({"response": "This answer is too slow to wait for.", "resolved": False},
+                   chunks=20, chunk_delay=1.0),
+            answer({"response": "Back.", "resolved": False}),
         ])
         flow = tmp_path / "support.json"
         flow.write_text(json.dumps(chat_flow(srv.url, orders.url)))
@@ -122,6 +125,18 @@ def test_chat_at_a_terminal(pane: Pane, fake_llm: Any, tmp_path: Path) -> None:
         pane.keys("Enter")
         pane.wait(lambda s: "support: Still here." in s, "the answer to the recalled line")
         assert srv.chat_requests[4].messages[-1]["content"] == "Customer says: hi again"
+
+        # Ctrl-C while an answer streams stops that turn (nothing of it is kept) and the chat goes on.
+        pane.type("slow one")
+        pane.keys("Enter")
+        pane.wait(lambda s: "support: This" in s, "the slow answer's start")
+        pane.keys("C-c")
+        pane.wait(lambda s: "[turn cancelled]" in s and s.rstrip().endswith("you>"), "the cancelled turn")
+        pane.type("after")
+        pane.keys("Enter")
+        pane.wait(lambda s: "support: Back." in s, "the answer after the cancelled turn")
+        sent = [m["content"] for m in srv.chat_requests[6].messages[1:]]
+        assert "Customer says: slow one" not in sent and sent[-1] == "Customer says: after"
 
         pane.type("/quit")
         pane.keys("Enter")

@@ -187,6 +187,10 @@ class TurnPrinter:
         elif t == "tool_result":
             mark = "✗" if ev.is_error else "←"
             self._note(f"{indent}{mark} {ev.name}: {_short(ev.content)}")
+        elif t == "run_start":  # nested: a collaborator agent starts (multiAgentCollaboration)
+            self._note(f"{indent[2:]}» {ev.agent}: {_short(str(ev.input or ''), 120)}")
+        elif t == "final" and len(ev.path) > 1:
+            self._note(f"{indent[2:]}« {ev.agent}: {_short(ev.content, 120)}")
         elif t in ("retry", "failover"):
             self._note(f"{indent}! {t}: {getattr(ev, 'error', '')}")
         elif t == "error":
