@@ -103,6 +103,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
     prompt = _read_prompt(args.prompt)
+    if getattr(args, "temporal", None):  # durable: a worker runs it (cli/temporal_cmds.py)
+        from .temporal_cmds import cmd_run_durable
+
+        return cmd_run_durable(args, prompt)
     doc, globals_ = resolve_document(args)
     try:
         return asyncio.run(_run(args, prompt, doc, globals_))
@@ -284,6 +288,9 @@ def register(add: AddCommand) -> None:
     p.add_argument("--session", default=None, metavar="KEY",
                    help="conversation history loaded from and saved to the store")
     add_globals(p)
+    from .temporal_cmds import add_run_options
+
+    add_run_options(p)  # --temporal ADDRESS --task-queue Q: run it durably on a worker
 
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
     p.add_argument("config", nargs="+", help="agent document(s)")

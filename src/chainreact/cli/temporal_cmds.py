@@ -1,0 +1,209 @@
+"""Durable runs on Temporal: `chainreact worker`, `chainreact run ... --temporal`, `chainreact durable ...`.
+
+    chainreact worker agent.json [more.json ...] --temporal 127.0.0.1:7233 --task-queue agents \
+        [--state URL]
+    chainreact run agent.json "prompt" --temporal 127.0.0.1:7233 --task-queue agents \
+        [--json | --jsonl --state URL]
+    chainreact durable answer RUN_ID --answer '{"call_1": "yes"}' --temporal ...
+    chainreact durable cancel RUN_ID [--mode after_tools] [--timeout 30] --temporal ...
+
+Everything of Temporal is imported inside the commands (the `temporal` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals, write
+
+ENV_ADDRESS = "CHAINREACT_TEMPORAL"
+DEFAULT_QUEUE = "chainreact"
+
+
+def add_connection(p: argparse.ArgumentParser, *, required: bool) -> None:
+    if required:
+        p.add_argument("--temporal", default=os.environ.get(ENV_ADDRESS), metavar="ADDRESS",
+                       help=f"Temporal frontend host:port (default: ${ENV_ADDRESS})")
+    else:
+        p.add_argument("--temporal", default=None, metavar="ADDRESS",
+                       help="Temporal frontend host:port: the run is durable, executed by a "
+                       "`chainreact worker`")
+    p.add_argument("--task-queue", default=DEFAULT_QUEUE, metavar="QUEUE",
+                   help=f"the workers' task queue (default {DEFAULT_QUEUE!r})")
+    p.add_argument("--namespace", default="default", help="Temporal namespace (default 'default')")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """`chainreact run`'s durable options (agent_cmds registers them on its parser)."""
+    add_connection(p, required=False)
+
+
+def _address(args: argparse.Namespace) -> str:
+    if not args.temporal:
+        raise UsageError(f"no Temporal address: give --temporal HOST:PORT or set ${ENV_ADDRESS}")
+    return str(args.temporal)
+
+
+# -- worker -----------------------------------------------------------------------------------------
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(_worker(args))
+
+
+async def _worker(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from ..agent import Agent
+    from ..config import resolve_agent_config
+    from ..durable import AgentHost, connect, durable_worker
+
+    globals_ = build_globals(args.globals, args.globals_file)
+    agents = []
+    for path in args.config:
+        doc, extra = _with_chains(args, resolve_agent_config(path, globals_), globals_)
+        agents.append(Agent.from_config(doc, globals=globals_, **extra))
+    store = None
+    if args.state:
+        from ..state import open_store
+
+        store = await open_store(args.state)
+    host = AgentHost(agents, store=store)
+    client = await connect(_address(args), namespace=args.namespace)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with durable_worker(client, args.task_queue, host,
+                                  max_concurrent_activities=args.max_activities):
+            names = ", ".join(sorted(host.agents))
+            write(f"worker ready: {names} on task queue {args.task_queue!r} at {args.temporal} "
+                  f"(pid {os.getpid()})\n", sys.stderr)
+            await stop.wait()
+    finally:
+        if store is not None:
+            await store.close()
+    return EXIT_OK
+
+
+def _with_chains(args: argparse.Namespace, doc: Any, globals_: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """rulechain tools run on an engine holding the --load'ed chains (as `chainreact run --load`)."""
+    if not getattr(args, "load", None):
+        return doc, {}
+    import dataclasses
+
+    from ..chains import RuleEngine
+    from ..chains.tools import host_agent_parts
+
+    engine = RuleEngine(properties=globals_)
+    for path in args.load:
+        engine.load_path(path)
+    config, extra = host_agent_parts(engine, doc.config)
+    return dataclasses.replace(doc, config=config), dict(extra)
+
+
+# -- run --------------------------------------------------------------------------------------------
+
+def cmd_run_durable(args: argparse.Namespace, prompt: str) -> int:
+    """`chainreact run DOC PROMPT --temporal ...`: the run is a workflow; a worker serving the document's
+    agent (by name) executes it. Same output as an in-process run."""
+    import asyncio
+
+    return asyncio.run(_run(args, prompt))
+
+
+async def _run(args: argparse.Namespace, prompt: str) -> int:
+    from ..agent import Agent
+    from ..config import resolve_agent_config
+    from ..durable import DurableAgent, connect
+
+    streaming = bool(args.jsonl or args.stream)
+    if streaming and not args.state:
+        raise UsageError("--jsonl/--stream with --temporal read the run's events from the workers' state "
+                         "store: give --state URL (the workers' --state)")
+    doc = resolve_agent_config(args.config, build_globals(args.globals, args.globals_file))
+    name = Agent.from_config(doc).name
+    client = await connect(_address(args), namespace=args.namespace)
+    durable = DurableAgent(name, client=client, task_queue=args.task_queue)
+    run = await durable.start(prompt, stream=streaming)
+    status = EXIT_OK
+    if streaming:
+        from ..state import open_store
+
+        async with await open_store(args.state) as store:
+            async for ev in run.events(store):
+                if args.jsonl:
+                    write(json.dumps(ev, ensure_ascii=False) + "\n")
+                elif ev.get("type") == "text_delta":
+                    write(str(ev.get("text", "")))
+                if ev.get("type") in ("error", "cancelled"):
+                    status = EXIT_FAIL
+    result = await run.result()
+    if args.json:
+        write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+    elif args.stream:
+        write("\n")
+    elif not args.jsonl:
+        if result.stop_reason == "interrupted" and result.interruption is not None:
+            for q in result.interruption.questions:
+                write(f"waiting: {q.id}: {q.question}\n", sys.stderr)
+            write(f"answer with: chainreact durable answer {run.run_id} --answer JSON\n", sys.stderr)
+        write(result.content + ("" if result.content.endswith("\n") else "\n"))
+    return EXIT_FAIL if result.stop_reason == "cancelled" else status
+
+
+# -- durable answer / cancel / status ------------------------------------------------------------------
+
+def cmd_durable(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(_durable(args))
+
+
+async def _durable(args: argparse.Namespace) -> int:
+    from ..durable import DurableAgent, connect
+
+    client = await connect(_address(args), namespace=args.namespace)
+    run = await DurableAgent("", client=client, task_queue=args.task_queue).get(args.run_id)
+    if args.action == "answer":
+        try:
+            answers = json.loads(args.answer)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--answer: not JSON ({e}); e.g. '{{\"call_1\": \"yes\"}}'") from None
+        if not isinstance(answers, dict):
+            raise UsageError("--answer: a JSON object by question id, e.g. '{\"call_1\": \"yes\"}'")
+        await run.answer(answers)
+        write(f"{args.run_id}: answered {', '.join(sorted(answers))}\n")
+    elif args.action == "cancel":
+        await run.cancel(args.mode, timeout=args.timeout)
+        write(f"{args.run_id}: cancel ({args.mode}) requested\n")
+    else:
+        write(json.dumps(await run.status(), ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+def register(add: AddCommand) -> None:
+    p = add("worker", cmd_worker, "serve agent documents to durable runs on a Temporal task queue")
+    p.add_argument("config", nargs="+", help="agent document(s) (JSON or YAML); each agent by its name")
+    add_connection(p, required=True)
+    p.add_argument("--state", default=None, metavar="URL",
+                   help="state store for the runs' event logs (streaming to callers); optional")
+    p.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
+                   help="rule chains for rulechain tools. Repeatable.")
+    p.add_argument("--max-activities", type=int, default=200, help="concurrent model/tool calls (200)")
+    add_globals(p)
+
+    p = add("durable", cmd_durable, "answer, cancel or inspect a durable run")
+    p.add_argument("action", choices=("answer", "cancel", "status"))
+    p.add_argument("run_id")
+    p.add_argument("--answer", default="{}", metavar="JSON", help="answers by question id (answer)")
+    p.add_argument("--mode", default="immediate", help="immediate, after_model, after_tools (cancel)")
+    p.add_argument("--timeout", type=float, default=None, help="escalate to immediate after N s (cancel)")
+    add_connection(p, required=True)

@@ -1,0 +1,29 @@
+"""Durable, distributed agent runs on Temporal (the `temporal` extra): see docs/durable.md.
+
+    from chainreact.durable import AgentHost, DurableAgent, connect, durable_worker
+
+    client = await connect("127.0.0.1:7233")
+    async with durable_worker(client, "agents", AgentHost([agent])):   # or `chainreact worker`
+        result = await DurableAgent(agent, client=client, task_queue="agents").run("What is 2+3?")
+
+Nothing here is imported by `import chainreact`; importing this package imports temporalio.
+"""
+
+from __future__ import annotations
+
+try:
+    import temporalio  # noqa: F401
+except ImportError as e:  # pragma: no cover - the extra is installed in CI
+    from ..errors import ConfigError
+
+    raise ConfigError("chainreact.durable needs the temporal extra: "
+                      "pip install 'chainreact[temporal]'") from e
+
+from .activities import AgentActivities, AgentHost
+from .client import DurableAgent, DurableRun, DurableRunError, connect
+from .devserver import DevServer
+from .options import DurableOptions
+from .worker import durable_worker, make_worker
+
+__all__ = ["AgentActivities", "AgentHost", "DevServer", "DurableAgent", "DurableOptions", "DurableRun",
+           "DurableRunError", "connect", "durable_worker", "make_worker"]

@@ -1,0 +1,172 @@
+"""Running an agent durably: the caller's side.
+
+    durable = DurableAgent(agent, client=client, task_queue="agents")   # agent: an Agent or its name
+    result = await durable.run("What is 2+3?")                           # RunResult, as agent.run()
+
+    run = await durable.start("...", stream=True)    # a DurableRun (a workflow on the task queue)
+    async for event in run.events(store): ...        # event dicts from the state store's log, live
+    await run.cancel("after_tools", timeout=30)      # the agent's cancel modes
+    result = await run.result()                      # at the end, or at an interrupt (stop_reason)
+    await run.answer({"call_1": "yes"})              # resume an interrupted run (checked first)
+
+The run executes in whichever worker polls the task queue and serves the agent (by name); the caller
+needs nothing of the agent but its name. `client` is a temporalio Client or an address ("host:port").
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..agent.result import RunResult
+from ..errors import ChainreactError
+from .codec import JSON, result_from_dict
+from .options import DurableOptions
+
+STOP_EVENTS = ("final", "error", "cancelled", "interrupted")
+
+
+class DurableRunError(ChainreactError):
+    """A durable run failed (the workflow failed): `error_type` names the original error's class."""
+
+    def __init__(self, message: str, *, error_type: str = "", run_id: str = ""):
+        super().__init__(message)
+        self.error_type = error_type
+        self.run_id = run_id
+
+
+async def connect(address: str, *, namespace: str = "default") -> Any:
+    """A temporalio Client for `address` (host:port)."""
+    from temporalio.client import Client
+
+    return await Client.connect(address, namespace=namespace)
+
+
+class DurableAgent:
+    """An agent run as Temporal workflows on `task_queue` (see the module doc)."""
+
+    def __init__(self, agent: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
+                 namespace: str = "default"):
+        self.name: str = agent if isinstance(agent, str) else agent.name
+        self._client = client
+        self.task_queue = task_queue
+        self.options = options or DurableOptions()
+        self.namespace = namespace
+
+    async def client(self) -> Any:
+        if isinstance(self._client, str):
+            self._client = await connect(self._client, namespace=self.namespace)
+        return self._client
+
+    async def start(self, input: Any = None, *, stream: bool = False,
+                    metadata: Mapping[str, Any] | None = None,
+                    session_values: Mapping[str, Any] | None = None,
+                    run_id: str | None = None) -> DurableRun:
+        """Start a run (a workflow whose id is the run id) and return its handle at once. `stream=True`
+        streams the model's text into the worker's state store as it arrives (see `DurableRun.events`)."""
+        from .workflow import WORKFLOW
+
+        client = await self.client()
+        rid = run_id or f"{self.name}-{uuid.uuid4().hex[:16]}"
+        req: JSON = {"agent": self.name, "input": input, "stream": stream, "metadata": dict(metadata or {}),
+                     "session_values": dict(session_values) if session_values is not None else None,
+                     "options": self.options.to_dict()}
+        handle = await client.start_workflow(WORKFLOW, req, id=rid, task_queue=self.task_queue)
+        return DurableRun(handle, rid)
+
+    async def run(self, input: Any = None, **kwargs: Any) -> RunResult:
+        """Start a run and wait until it stops (done, cancelled, or interrupted: answer it with
+        `DurableRun.answer` through `self.get(result.metadata["run_id"])`)."""
+        run = await self.start(input, **kwargs)
+        return await run.result()
+
+    async def get(self, run_id: str) -> DurableRun:
+        """The handle of a run started earlier (by any process)."""
+        client = await self.client()
+        return DurableRun(client.get_workflow_handle(run_id), run_id)
+
+
+class DurableRun:
+    """One durable run: a workflow handle with the agent's vocabulary."""
+
+    def __init__(self, handle: Any, run_id: str):
+        self.handle = handle
+        self.run_id = run_id
+
+    async def result(self) -> RunResult:
+        """The RunResult once the run stops: at its end, or at an interrupt (`stop_reason` "interrupted",
+        `interruption` holding the questions). Raises DurableRunError when the run failed."""
+        from temporalio.client import WorkflowFailureError
+
+        try:
+            stop = await self.handle.execute_update("wait", result_type=dict)
+        except Exception:  # the workflow already ended (an update cannot reach it): read its result
+            stop = None
+        if stop is not None and stop.get("status") == "interrupted" and stop.get("result"):
+            return result_from_dict(stop["result"])
+        try:
+            out = await self.handle.result()
+        except WorkflowFailureError as e:
+            cause: Any = e.cause
+            while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
+                cause = cause.cause
+            raise DurableRunError(f"run {self.run_id!r} failed: {getattr(cause, 'message', None) or cause}",
+                                  error_type=getattr(cause, "type", "") or "", run_id=self.run_id) from e
+        return result_from_dict(out["result"])
+
+    async def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
+        """Stop the run at the first safe point of `mode` (immediate, after_model, after_tools; combine with
+        `|`). `immediate` is a Temporal workflow cancellation; the others wait for their safe point, and
+        become immediate after `timeout` seconds (a timer in the workflow: the caller may go away)."""
+        from ..agent.cancel import CancelMode
+
+        m = CancelMode.parse(mode)  # unknown names fail here, before anything is sent
+        if m == CancelMode.IMMEDIATE:
+            await self.handle.cancel()
+        else:
+            await self.handle.signal("cancel", {"mode": mode, "timeout": timeout})
+
+    async def answer(self, answers: Mapping[str, Any]) -> None:
+        """Answer an interrupted run's questions (by question id = tool call id); the run goes on.
+        Checked in the workflow first: a wrong answer raises and changes nothing."""
+        from temporalio.client import WorkflowUpdateFailedError
+
+        try:
+            await self.handle.execute_update("answer", dict(answers))
+        except WorkflowUpdateFailedError as e:
+            why = getattr(e.cause, "message", None) or e.cause
+            raise DurableRunError(f"run {self.run_id!r}: answer refused: {why}", run_id=self.run_id) from e
+
+    async def status(self) -> JSON:
+        """{"status": starting|running|interrupted|done|failed|cancelled, "questions": [...], "step": n}."""
+        out: JSON = await self.handle.query("status")
+        return out
+
+    async def events(self, store: Any, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
+        """The run's events (dicts, as `--jsonl` prints them) from `store`'s log, while the run goes on,
+        until the run stops (final, error, cancelled or interrupted). The workers must have been started
+        with the same store, and the run with `stream=True` for text deltas as they arrive."""
+        import asyncio
+
+        from temporalio.client import WorkflowExecutionStatus
+
+        idle = 0.0
+        ended = False
+        while True:
+            batch = await store.events(self.run_id, after=after, limit=500)
+            for ev in batch:
+                after = ev.id
+                yield ev.data
+                if ev.type in STOP_EVENTS:
+                    return
+            if batch:
+                idle = 0.0
+                continue
+            if ended:
+                return
+            await asyncio.sleep(poll)
+            idle += poll
+            if idle >= 1.0:  # a run that failed before its loop started has no stop event: ask Temporal
+                idle = 0.0
+                ended = (await self.handle.describe()).status != WorkflowExecutionStatus.RUNNING

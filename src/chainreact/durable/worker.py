@@ -1,0 +1,55 @@
+"""A worker: polls a task queue, runs agent workflows and their activities for the agents it serves.
+
+    host = AgentHost([Agent.from_config("calc.json")], store=store)   # store: optional, for event logs
+    async with durable_worker(client, "agents", host):
+        ...                                                             # the worker polls meanwhile
+
+Several workers on one task queue share the work; each must serve the same agents (same names). The
+workflow code is chainreact's own loop, deterministic by construction, so chainreact (and the libraries
+it imports) run in the sandbox as passed-through modules: imported once per process, not once per run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+from .activities import AgentActivities, AgentHost
+from .workflow import AgentWorkflow
+
+PASSTHROUGH = ("chainreact", "orjson", "pydantic", "pydantic_core", "httpx", "anyio", "yaml")
+
+
+def make_worker(client: Any, task_queue: str, host: AgentHost, *, max_concurrent_activities: int = 200,
+                max_concurrent_workflow_tasks: int = 200, sticky_timeout: float = 5.0,
+                extra_workflows: tuple[Any, ...] = (), extra_activities: tuple[Any, ...] = ()) -> Any:
+    """A temporalio Worker for `host`'s agents on `task_queue` (not started: `async with` or `run()`)."""
+    from temporalio.worker import Worker
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    runner = SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow, *extra_workflows],
+        activities=[*AgentActivities(host).activities(), *extra_activities],
+        workflow_runner=runner,
+        max_concurrent_activities=max_concurrent_activities,
+        max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+        # A worker that dies holds its runs' cached state; other workers take them over after this.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+    )
+
+
+@contextlib.asynccontextmanager
+async def durable_worker(client: Any, task_queue: str, host: AgentHost, **kwargs: Any) -> AsyncIterator[Any]:
+    """Run a worker in the background for the duration of the block; closes the host's agents after."""
+    worker = make_worker(client, task_queue, host, **kwargs)
+    try:
+        async with worker:
+            yield worker
+    finally:
+        await host.aclose()
