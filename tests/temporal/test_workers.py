@@ -13,8 +13,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from chainreact.durable import DevServer, DurableAgent, DurableOptions
 from chainreact.testing import FakeLLM
 
@@ -142,8 +140,3 @@ async def test_runs_spread_over_two_workers(temporal_server: DevServer, temporal
                                             tmp_path: Path, worker_processes: Any) -> None:
     await _many(temporal_server, temporal_client, task_queue, tmp_path, worker_processes, 40)
 
-
-@pytest.mark.slow
-async def test_200_runs_over_two_workers(temporal_server: DevServer, temporal_client: Any, task_queue: str,
-                                         tmp_path: Path, worker_processes: Any) -> None:
-    await _many(temporal_server, temporal_client, task_queue, tmp_path, worker_processes, 200)
