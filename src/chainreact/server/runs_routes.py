@@ -83,6 +83,20 @@ def _sse(ev: Any) -> bytes:
     return (f"id: {ev.id}\nevent: {ev.type}\n".encode() + b"data: " + orjson.dumps(ev.data) + b"\n\n")
 
 
+def _start_request(raw: bytes) -> tuple[dict[str, Any], tuple[bool, bool], list[dict[str, Any]]] | Response:
+    """A start request's body, its (stream, detached) flags and its new messages, or the 400 to answer."""
+    body = _json_body(raw)
+    if isinstance(body, Response):
+        return body
+    flags = _flags(body)
+    if isinstance(flags, Response):
+        return flags
+    msgs = _messages(body)
+    if isinstance(msgs, Response):
+        return msgs
+    return body, flags, msgs
+
+
 def routes(ctx: ServerContext) -> list[Route]:
     catalog = ctx.catalog
     url = ctx.extras.get("state")
@@ -138,15 +152,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         entry = catalog.entries.get(ident)
         if entry is None or entry.kind != "agent":
             return _err(404, f"no agent with id {ident!r}; GET /v1/models lists what is served", "not_found")
-        body = _json_body(request.state.body)
-        if isinstance(body, Response):
-            return body
-        flags = _flags(body)
-        if isinstance(flags, Response):
-            return flags
-        msgs = _messages(body)
-        if isinstance(msgs, Response):
-            return msgs
+        parsed = _start_request(request.state.body)
+        if isinstance(parsed, Response):
+            return parsed
+        body, flags, msgs = parsed
         session = body.get("session")
         if session is not None and (not isinstance(session, str) or not session or len(session) > MAX_KEY
                                     or not session.isprintable()):
@@ -167,15 +176,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         entry = catalog.entries.get(ident)
         if entry is None or entry.kind != "chain" or catalog.engine is None:
             return _err(404, f"no rule chain with id {ident!r}; GET /api/v1/rules lists them", "not_found")
-        body = _json_body(request.state.body)
-        if isinstance(body, Response):
-            return body
-        flags = _flags(body)
-        if isinstance(flags, Response):
-            return flags
-        msgs = _messages(body)
-        if isinstance(msgs, Response):
-            return msgs
+        parsed = _start_request(request.state.body)
+        if isinstance(parsed, Response):
+            return parsed
+        body, flags, msgs = parsed
         if "session" in body:
             return _err(400, "chain runs have no sessions (the chain gets the messages as they are)",
                         "invalid_body")
