@@ -7,17 +7,13 @@ With a browser: chainreact serve examples/chains/  and open http://127.0.0.1:909
 
 from __future__ import annotations
 
-import socket
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import httpx
 import orjson
-import uvicorn
 
-from chainreact.server import Catalog, create_app
+from chainreact.server import Catalog, create_app, serve_in_background
 
 KEEP = " return {msg: msg, metadata: metadata, msgType: msgType};"
 ROUTER = {
@@ -36,17 +32,7 @@ ROUTER = {
 def main() -> None:
     folder = Path(tempfile.mkdtemp())
     (folder / "router.json").write_bytes(orjson.dumps(ROUTER))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(Catalog.load([folder])), host="127.0.0.1", port=port,
-                                           log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    base = f"http://127.0.0.1:{port}"
-    try:
+    with serve_in_background(create_app(Catalog.load([folder]))) as base:
         page = httpx.get(base + "/")
         print("page:", page.status_code, "<title>chainreact playground</title>" in page.text)
         items = httpx.get(base + "/playground/api/catalog").json()["items"]
@@ -56,9 +42,6 @@ def main() -> None:
                                json={"msgType": "TEST", "data": {"n": n}}).json()
             steps = [f"{e['nodeId']} -> {e['relation']}" for e in trace["events"] if e["flow"] == "OUT"]
             print(f"n={n}: path", ", ".join(steps), "| ends with", trace["ends"][0]["msg"]["data"])
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 if __name__ == "__main__":

@@ -7,16 +7,12 @@ user, and the agent called as an MCP tool with the official `mcp` SDK's client. 
 
 import asyncio
 import json
-import socket
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 
-from chainreact.server import Catalog, create_app
+from chainreact.server import Catalog, create_app, serve_in_background
 from chainreact.server.login import UserStore, hash_password
 from chainreact.testing import FakeLLM
 
@@ -59,16 +55,7 @@ def main() -> None:
         users = UserStore.load(folder / "users.json")
         catalog = Catalog.load([folder / "orders.json", folder / "helper.json"])
         app = create_app(catalog, users=users, secret="example-secret")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.01)
-        base = f"http://127.0.0.1:{port}"
-        try:
+        with serve_in_background(app) as base:
             turn_url = base + "/api/v1/flows/orders/sessions/s1/messages"
             json_only = {"Accept": "application/json"}
             first = httpx.post(turn_url, json={"text": "Where is my order?"}, headers=json_only).json()
@@ -80,9 +67,6 @@ def main() -> None:
             print("as ann:", second["messages"][0]["content"])
             print("the model was told:", llm.chat_requests[0].messages[0]["content"].split("\n\n")[-1])
             asyncio.run(call_over_mcp(base))
-        finally:
-            server.should_exit = True
-            thread.join(10)
 
 
 if __name__ == "__main__":

@@ -7,17 +7,14 @@ here in-process against chainreact's scripted model server so it runs offline an
 import hashlib
 import json
 import logging
-import socket
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 
-from chainreact.server import Catalog, KeyStore, create_app
+from chainreact.server import Catalog, KeyStore, create_app, serve_in_background
 from chainreact.testing import FakeLLM
 
 
@@ -27,8 +24,11 @@ def agent(url: str, prompt: str) -> dict:
 
 
 def main() -> None:
-    llm = FakeLLM([{"text": "Paris."}] * 10)
-    llm.start()
+    with FakeLLM([{"text": "Paris."}] * 10) as llm:
+        run(llm)
+
+
+def run(llm: FakeLLM) -> None:
     folder = Path(tempfile.mkdtemp()) / "agents"
     folder.mkdir()
     (folder / "helper.json").write_text(json.dumps(agent(llm.url, "You help.")))
@@ -44,16 +44,8 @@ def main() -> None:
     access.setLevel(logging.INFO)
     app = create_app(Catalog.load([folder]), keys=KeyStore.load(keys), access_log=True, watch=[folder],
                      watch_debounce_ms=50)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    url, auth = f"http://127.0.0.1:{port}", {"Authorization": "Bearer sk-demo"}
-    try:
+    with serve_in_background(app) as url:
+        auth = {"Authorization": "Bearer sk-demo"}
         ask = {"model": "helper", "messages": [{"role": "user", "content": "Capital of France?"}]}
         r = httpx.post(url + "/v1/chat/completions", json=ask, headers=auth, timeout=60)
         print("answer:", r.json()["choices"][0]["message"]["content"])
@@ -78,10 +70,6 @@ def main() -> None:
             if line.startswith(("chainreact_runs_total", "chainreact_model_calls_total",
                                 "chainreact_http_requests_total{method=\"GET\",route=\"/v1/models\"")):
                 print(line)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        llm.stop()
 
 
 if __name__ == "__main__":

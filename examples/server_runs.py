@@ -13,18 +13,14 @@ against the scripted model of chainreact.testing). Needs the `server` extra.
 from __future__ import annotations
 
 import json
-import socket
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
-from chainreact.server import Catalog, create_app
+from chainreact.server import Catalog, create_app, serve_in_background
 from chainreact.testing import FakeLLM
 
 
@@ -60,16 +56,7 @@ def main() -> None:
             "tools": ["ask_user"]}}
         Path(tmp, "helper.json").write_text(json.dumps(doc))
         app = create_app(Catalog.load([Path(tmp, "helper.json")]), state=f"sqlite:///{tmp}/state.db")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.01)
-        base = f"http://127.0.0.1:{port}"
-        try:
+        with serve_in_background(app) as base:
             # 1. detached run, SSE, reconnect with Last-Event-ID
             run = httpx.post(f"{base}/api/v1/agents/helper/runs", json={"input": "Tell me about Lyon",
                                                                         "detached": True}).json()
@@ -104,9 +91,6 @@ def main() -> None:
                 print(f"chat: {text} -> {answer['choices'][0]['message']['content']}")
             sent = [m["content"] for m in llm.chat_requests[-1].messages]
             print("the model saw:", sent)
-        finally:
-            server.should_exit = True
-            thread.join(10)
 
 
 if __name__ == "__main__":

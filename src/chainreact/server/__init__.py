@@ -8,6 +8,7 @@ Needs the `server` extra (Starlette, uvicorn). `chainreact serve PATH...` is the
 
 from .app import create_app
 from .auth import KeyStore
+from .background import serve_in_background
 from .catalog import Catalog
 
-__all__ = ["Catalog", "KeyStore", "create_app"]
+__all__ = ["Catalog", "KeyStore", "create_app", "serve_in_background"]
