@@ -400,10 +400,48 @@ class NodeContext:
         return env
 
 
+async def run_message(engine: EngineLike, chain: ChainLike, msg: RuleMsg, *, max_nodes: int,
+                      timeout: float | None, on_end: Callable[[End], Any] | None = None,
+                      on_stream: StreamFn | None = None, on_debug: DebugFn | None = None,
+                      debug_all: bool = False) -> list[End]:
+    """Send `msg` from the chain's first node; every ended branch once all have ended (RuleEngine.run, and
+    the durable chain workflow over its own engine and chain objects: one routing for both).
+
+    `on_end` fires once per ended branch as it ends. On timeout or cancellation every branch is cancelled;
+    a timeout adds one Failure end."""
+    ends: list[End] = []
+
+    def end_fn(e: End, _at_end: bool) -> None:
+        ends.append(e)
+        if on_end is not None:
+            try:
+                on_end(e)
+            except Exception:  # the caller's callback must not break the run's bookkeeping
+                log.exception("on_end callback failed for chain %r", chain.id)
+
+    run = Run(engine, chain, end_fn=end_fn, on_stream=on_stream, on_debug=on_debug, budget=Budget(max_nodes),
+              debug_all=debug_all)
+    first = run.first_context(msg)
+    try:
+        async with asyncio.timeout(timeout):
+            if first is not None:
+                await run.execute(first)  # the first node (and its first successors) in this task
+            if not run.done.is_set():
+                await run.done.wait()
+    except TimeoutError:
+        run.cancel()
+        end_fn(End(FAILURE, msg.copy(), f"context deadline exceeded: the message timeout of {timeout} s "
+                                        f"passed before every branch ended", ""), False)
+    except asyncio.CancelledError:
+        run.cancel()
+        raise
+    return ends
+
+
 async def maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
 
 
-__all__ = ["DEFAULT", "Budget", "DebugEvent", "End", "NodeContext", "NodeLimitError", "Run"]
+__all__ = ["DEFAULT", "Budget", "DebugEvent", "End", "NodeContext", "NodeLimitError", "Run", "run_message"]

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from .catalog import builtin_components
 from .components.base import Component
-from .context import Budget, Run
+from .context import run_message
 from .dsl import (
     ChainDef,
     ChainLoadError,
@@ -27,7 +27,7 @@ from .jsengine import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT
 from .lca import lca_of_node
 from .loadtime import substitute
 from .model import DebugEvent, DebugFn, End, StreamFn
-from .msg import FAILURE, RuleMsg
+from .msg import RuleMsg
 
 log = logging.getLogger("chainreact.chains")
 
@@ -244,35 +244,10 @@ class RuleEngine:
             raise LookupError(f"ruleChain id={chain_id} not found")
         if chain.disabled:
             raise RuntimeError(f"rule chain {chain_id!r} is disabled")
-        ends: list[End] = []
-
-        def end_fn(e: End, _at_end: bool) -> None:
-            ends.append(e)
-            if on_end is not None:
-                try:
-                    on_end(e)
-                except Exception:  # the caller's callback must not break the run's bookkeeping
-                    log.exception("on_end callback failed for chain %r", chain_id)
-
-        dbg = on_debug or self.on_debug
-        run = Run(self, chain, end_fn=end_fn, on_stream=on_stream, on_debug=dbg,
-                  budget=Budget(self.max_nodes), debug_all=self.debug if debug is None else debug)
-        limit = timeout if timeout is not None else self.timeout
-        first = run.first_context(msg)
-        try:
-            async with asyncio.timeout(limit):
-                if first is not None:
-                    await run.execute(first)  # the first node (and its first successors) in this task
-                if not run.done.is_set():
-                    await run.done.wait()
-        except TimeoutError:
-            run.cancel()
-            end_fn(End(FAILURE, msg.copy(), f"context deadline exceeded: the message timeout of {limit} s "
-                                            f"passed before every branch ended", ""), False)
-        except asyncio.CancelledError:
-            run.cancel()
-            raise
-        return ends
+        return await run_message(self, chain, msg, max_nodes=self.max_nodes,
+                                 timeout=timeout if timeout is not None else self.timeout, on_end=on_end,
+                                 on_stream=on_stream, on_debug=on_debug or self.on_debug,
+                                 debug_all=self.debug if debug is None else debug)
 
     def tell(self, chain_id: str, msg: RuleMsg, **kwargs: Any) -> asyncio.Task[list[End]]:
         """Start a message without waiting (inside a running event loop); the task returns the ends."""

@@ -31,6 +31,9 @@ def register(add: AddCommand) -> None:
                                                           "stream=true); frames are printed as they come")
     r.add_argument("--timeout", type=float, default=None, help="message timeout in seconds")
     r.add_argument("--debug-nodes", action="store_true", help="node debug events for every node")
+    from .temporal_cmds import add_run_options
+
+    add_run_options(r)  # --temporal ADDRESS --task-queue Q: a worker runs it (cli/temporal_chains.py)
     fmt = r.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help='print {"ends": [...]} (a stable form for scripts)')
     fmt.add_argument("--jsonl", action="store_true", help="print stream frames, debug events and ends as "
@@ -87,7 +90,7 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
         target = args.chain
         if os.path.isfile(target):
             target = engine.load(target).id
-        elif engine.get(target) is None:
+        elif engine.get(target) is None and not getattr(args, "temporal", None):
             raise ChainLoadError(f"chain {target!r} is neither a loaded chain id nor a file "
                                  f"(loaded: {', '.join(sorted(engine.chains)) or 'none'})")
     except ChainLoadError as e:
@@ -113,8 +116,22 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
         if args.jsonl:
             _line({"event": "end", **e.to_dict()})
 
-    ends = engine.tell_and_wait(target, msg, on_stream=on_stream, on_debug=on_debug, on_end=on_end,
-                                timeout=args.timeout)
+    if getattr(args, "temporal", None):  # the same output, from a durable run's result
+        from ..durable import DurableRunError
+        from .temporal_chains import run_chain_durable
+
+        try:
+            ends, frames = run_chain_durable(args, target, msg)
+        except DurableRunError as e:
+            write(f"error: {e}\n", sys.stderr)
+            return EXIT_FAIL
+        for frame in frames:
+            on_stream(frame)
+        for end in ends:
+            on_end(end)
+    else:
+        ends = engine.tell_and_wait(target, msg, on_stream=on_stream, on_debug=on_debug, on_end=on_end,
+                                    timeout=args.timeout)
     if args.json:
         _line({"ends": [e.to_dict() for e in ends]})
     elif not args.jsonl:

@@ -63,10 +63,12 @@ async def _worker(args: argparse.Namespace) -> int:
     from ..agent import Agent
     from ..config import resolve_agent_config
     from ..durable import AgentHost, connect, durable_worker
+    from .temporal_chains import chain_host, split_documents
 
     globals_ = build_globals(args.globals, args.globals_file)
+    agent_paths, chain_paths = split_documents(args.config)
     agents = []
-    for path in args.config:
+    for path in agent_paths:
         doc, extra = _with_chains(args, resolve_agent_config(path, globals_), globals_)
         agents.append(Agent.from_config(doc, globals=globals_, **extra))
     store = None
@@ -74,7 +76,13 @@ async def _worker(args: argparse.Namespace) -> int:
         from ..state import open_store
 
         store = await open_store(args.state)
-    host = AgentHost(agents, store=store)
+    host: Any = AgentHost(agents, store=store)
+    extras: dict[str, Any] = {}
+    if chain_paths:  # a ChainHost: the chains, and the agents
+        from ..durable import chain_worker_extras
+
+        host = chain_host(chain_paths, globals_, agents, store)
+        extras = chain_worker_extras(host)
     client = await connect(_address(args), namespace=args.namespace)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -82,8 +90,9 @@ async def _worker(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         async with durable_worker(client, args.task_queue, host,
-                                  max_concurrent_activities=args.max_activities):
-            names = ", ".join(sorted(host.agents))
+                                  max_concurrent_activities=args.max_activities, **extras):
+            chains = sorted(host.engine.chains) if chain_paths else []
+            names = ", ".join([*sorted(host.agents), *chains])
             write(f"worker ready: {names} on task queue {args.task_queue!r} at {args.temporal} "
                   f"(pid {os.getpid()})\n", sys.stderr)
             await stop.wait()
@@ -190,8 +199,10 @@ async def _durable(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand) -> None:
-    p = add("worker", cmd_worker, "serve agent documents to durable runs on a Temporal task queue")
-    p.add_argument("config", nargs="+", help="agent document(s) (JSON or YAML); each agent by its name")
+    p = add("worker", cmd_worker, "serve agent documents and rule chains to durable runs on a Temporal task "
+                                  "queue")
+    p.add_argument("config", nargs="+", help="agent document(s) and rule chain files or folders (JSON or "
+                   "YAML); each agent by its name, each chain by its id")
     add_connection(p, required=True)
     p.add_argument("--state", default=None, metavar="URL",
                    help="state store for the runs' event logs (streaming to callers); optional")

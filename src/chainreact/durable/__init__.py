@@ -20,10 +20,13 @@ except ImportError as e:  # pragma: no cover - the extra is installed in CI
                       "pip install 'chainreact[temporal]'") from e
 
 from .activities import AgentActivities, AgentHost
+from .chain_activities import ChainActivities, ChainHost
+from .chain_client import DurableChain, DurableChainRun, chain_worker_extras, durable_chain_worker
 from .client import DurableAgent, DurableRun, DurableRunError, connect
 from .devserver import DevServer
 from .options import DurableOptions
 from .worker import durable_worker, make_worker
 
-__all__ = ["AgentActivities", "AgentHost", "DevServer", "DurableAgent", "DurableOptions", "DurableRun",
-           "DurableRunError", "connect", "durable_worker", "make_worker"]
+__all__ = ["AgentActivities", "AgentHost", "ChainActivities", "ChainHost", "DevServer", "DurableAgent",
+           "DurableChain", "DurableChainRun", "DurableOptions", "DurableRun", "DurableRunError",
+           "chain_worker_extras", "connect", "durable_chain_worker", "durable_worker", "make_worker"]

@@ -120,6 +120,11 @@ class AgentNode(Component):
             _close_later(self._agents.pop(next(iter(self._agents))))
         return agent
 
+    def agent_for(self, model: str = "", extra: str = "") -> Agent:
+        """The Agent this node runs for metadata session_model / session_extra_fields (normalized JSON):
+        the durable layer runs it as a child agent workflow (chainreact.durable.chain_host)."""
+        return self._agent(model, extra)
+
     def close(self) -> None:
         for agent in self._agents.values():
             _close_later(agent)

@@ -1,0 +1,154 @@
+"""The worker's side of durable rule chains: the chains it serves and the activities that run their nodes.
+
+    chainreact.chain.plan   the chain's snapshot (graph, workflow nodes' configuration, engine figures)
+    chainreact.chain.node   one node's OnMsg, on the worker's own loaded chain; what it told (relations,
+                            messages, errors, ends, stream frames) is returned and replayed by the workflow
+
+A `ChainHost` is an AgentHost (it may serve agents too) over a RuleEngine holding the loaded chains; it
+also serves each `ai/agent` node's Agent under a derived name (chain_plan.agent_key), so the node can run
+as a child agent workflow whose model and tool calls are the agent activities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ..agent.agent import Agent
+from ..chains.context import Budget, NodeContext, Run
+from ..chains.engine import Chain, RuleEngine
+from ..chains.model import End
+from ..chains.msg import RuleMsg
+from .activities import AgentHost, heartbeating
+from .chain_plan import JSON, chain_snapshot, parse_agent_key
+
+
+class ChainHost(AgentHost):
+    """The chains a worker serves (an engine with them loaded), and optionally agents and a state store."""
+
+    def __init__(self, engine: RuleEngine, agents: Iterable[Agent] | Mapping[str, Agent] = (), *,
+                 store: Any = None):
+        super().__init__(agents, store=store)
+        self.engine = engine
+
+    def chain(self, chain_id: str) -> Chain:
+        chain = self.engine.get(chain_id)
+        if chain is None:
+            known = ", ".join(sorted(self.engine.chains)) or "none"
+            raise ApplicationError(f"rule chain {chain_id!r} is not served by this worker (it serves: "
+                                   f"{known}); start a worker with its chain file on this task queue",
+                                   type="UnknownChain", non_retryable=True)
+        return chain
+
+    def agent(self, name: str) -> Agent:
+        key = parse_agent_key(name)
+        if key is None:
+            return super().agent(name)
+        chain_id, node_id, model, extra = key
+        node = self.chain(chain_id).nodes.get(node_id)
+        if node is None or not hasattr(node.component, "agent_for"):
+            raise ApplicationError(f"rule chain {chain_id!r} has no agent node {node_id!r} on this worker",
+                                   type="UnknownAgent", non_retryable=True)
+        agent: Agent = node.component.agent_for(model, extra)
+        return agent
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        self.engine.close()
+
+
+def _err_text(err: BaseException | str) -> str:
+    if isinstance(err, BaseException):
+        return str(err) or type(err).__name__
+    return err
+
+
+class RecordingContext(NodeContext):
+    """A node context that records what the component tells instead of routing it: the workflow replays
+    the record on its own context, where the routing happens."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self, run: Run, node: Any, msg: RuleMsg, *, from_id: str, err: str | None):
+        super().__init__(run, node, msg, parent=None, from_id=from_id, err=err, end_fn=_no_end)
+        self.calls: list[JSON] = []
+
+    def tell_next(self, msg: RuleMsg, *relations: str) -> None:
+        self.calls.append({"op": "next", "msg": msg.to_dict(), "relations": list(relations)})
+
+    def tell_success(self, msg: RuleMsg) -> None:
+        self.calls.append({"op": "success", "msg": msg.to_dict()})
+
+    def tell_failure(self, msg: RuleMsg, err: BaseException | str) -> None:
+        self.calls.append({"op": "failure", "msg": msg.to_dict(), "err": _err_text(err)})
+
+    def tell_next_or_else(self, msg: RuleMsg, default: str, *relations: str) -> None:
+        self.calls.append({"op": "next_or_else", "msg": msg.to_dict(), "default": default,
+                           "relations": list(relations)})
+
+    def do_on_end(self, msg: RuleMsg, err: BaseException | str | None, relation: str,
+                  *, at_end_node: bool = False) -> None:
+        self.calls.append({"op": "end", "msg": msg.to_dict(), "err": None if err is None else _err_text(err),
+                           "relation": relation, "at_end_node": at_end_node})
+
+    async def tell_stream(self, msg: RuleMsg) -> None:
+        self.calls.append({"op": "stream", "msg": msg.to_dict()})
+
+    async def tell_node(self, node_id: str, msg: RuleMsg, *, skip_next: bool = False,
+                        on_end: Callable[[End], None] | None = None) -> None:
+        raise RuntimeError("running another node from a node activity is not supported in a durable chain "
+                           "(use fork, for or groupAction nodes)")
+
+    async def tell_flow(self, chain_id: str, msg: RuleMsg, on_end: Callable[[End], None]) -> None:
+        raise RuntimeError("running a sub-chain from a node activity is not supported in a durable chain "
+                           "(use a flow node)")
+
+
+def _no_end(_e: End, _at_end: bool) -> None:
+    return None
+
+
+class ChainActivities:
+    """The chain activity implementations over a ChainHost (with the agent activities, for agent nodes)."""
+
+    def __init__(self, host: ChainHost):
+        self.host = host
+
+    def activities(self) -> list[Any]:
+        return [self.plan, self.node]
+
+    @activity.defn(name="chainreact.chain.plan")
+    async def plan(self, req: JSON) -> JSON:
+        chain = self.host.chain(req["chain"])
+        if chain.disabled:
+            raise ApplicationError(f"rule chain {chain.id!r} is disabled", type="ChainDisabled",
+                                   non_retryable=True)
+        return chain_snapshot(self.host.engine, chain)
+
+    @activity.defn(name="chainreact.chain.node")
+    async def node(self, req: JSON) -> JSON:
+        engine = self.host.engine
+        chain = self.host.chain(req["chain"])
+        node = chain.nodes.get(req["node"])
+        if node is None:  # the chain changed under a run in flight: the node fails, as a component error
+            return {"calls": [{"op": "failure", "msg": req["msg"],
+                               "err": f"node {req['node']!r} is not in chain {chain.id!r} on this worker"}]}
+        run = Run(engine, chain, end_fn=_no_end, on_stream=None, on_debug=None,
+                  budget=Budget(engine.max_nodes))
+        run.outputs = {k: RuleMsg.from_dict(v) for k, v in (req.get("outputs") or {}).items()}
+        msg = RuleMsg.from_dict(req["msg"])
+        ctx = RecordingContext(run, node, msg, from_id=str(req.get("from") or ""), err=req.get("err"))
+        ctx.in_relation = str(req.get("relation") or "")
+        async with heartbeating(float(req.get("heartbeat", 10.0))):
+            try:
+                await node.component.on_msg(ctx, msg)
+            except asyncio.CancelledError:
+                run.cancel()
+                raise
+            except Exception as e:  # a component bug or a function that raised: Failure, as in process
+                ctx.tell_failure(msg, e)
+        return {"calls": ctx.calls}

@@ -1,0 +1,289 @@
+"""A rule chain run as a Temporal workflow: the engine's own traversal, each node's I/O an activity.
+
+    plan activity (the chain's snapshot) -> chainreact.chains.context.run_message over a graph built from
+    the snapshot, the same routing code as RuleEngine.run (relations, fork, join on the lowest common
+    ancestor, end nodes, the node budget, sub-chains, the message timeout as a durable timer)
+      - routing nodes (chain_plan.WORKFLOW_TYPES) run in the workflow, with the engine's own components
+      - ai/agent, ai/llm: a child agent workflow (`chainreact.agent`: its model and tool calls are activities)
+      - every other node: activity `chainreact.chain.node`; the workflow replays what the node told
+
+The ends and the stream frames are the workflow's result. Everything the workflow decides is a function
+of the snapshot and the activity results in the history, so a replay on another worker takes the same
+path and runs no completed node again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import CancelledError as TemporalCancelledError
+
+from ..chains.catalog import builtin_components
+from ..chains.components.ai import _input, _usage_meta
+from ..chains.context import NodeContext, run_message
+from ..chains.lca import lca_of_node
+from ..chains.model import DebugFn, End, StreamFn
+from ..chains.msg import SUCCESS, TEXT, RuleMsg
+from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key
+from .codec import usage_from_dict
+from .options import DurableOptions, plain_activity_options, tool_activity_options
+
+CHAIN_WORKFLOW = "chainreact.chain"
+AGENT_WORKFLOW = "chainreact.agent"
+
+
+class NodeActivityError(RuntimeError):
+    """A node's activity failed (attempts exhausted: lost workers, timeouts): the node's Failure."""
+
+
+def _failure(e: BaseException) -> tuple[str, str]:
+    """(type, message) of the error at the bottom of Temporal's wrapper chain."""
+    while isinstance(e, ActivityError | ChildWorkflowError) and e.cause is not None:
+        e = e.cause
+    if isinstance(e, ApplicationError):
+        return e.type or "", e.message
+    return type(e).__name__, str(e)
+
+
+def _cancelled(e: BaseException) -> bool:
+    return isinstance(getattr(e, "cause", None), TemporalCancelledError)
+
+
+class WorkflowNode:
+    """A node as the workflow's traversal sees it (chainreact.chains.model.NodeLike)."""
+
+    __slots__ = ("cache_output", "chain", "component", "debug", "id", "is_end", "name", "routes", "type")
+
+    def __init__(self, chain: WorkflowChain, d: JSON):
+        self.chain = chain
+        self.id: str = d["id"]
+        self.type: str = d["type"]
+        self.name: str = d.get("name") or ""
+        self.debug = bool(d.get("debug"))
+        self.is_end = bool(d.get("is_end"))
+        self.cache_output = bool(d.get("cache"))
+        self.routes: dict[str, list[WorkflowNode]] = {}
+        self.component: Any = None
+
+
+class WorkflowChain:
+    """A chain's graph rebuilt from the snapshot (chainreact.chains.model.ChainLike)."""
+
+    definition: Any = None  # only the worker's chains have their document
+
+    def __init__(self, engine: WorkflowEngine, d: JSON, wf: ChainWorkflow):
+        self.engine = engine
+        self.id: str = d["id"]
+        self.name: str = d.get("name") or ""
+        self.debug = bool(d.get("debug"))
+        self.vars: dict[str, Any] = dict(d.get("vars") or {})
+        self.has_end_node = bool(d.get("has_end_node"))
+        self.referenced_nodes: list[str] = list(d.get("referenced") or ())
+        self.parents: dict[str, list[str]] = {k: list(v) for k, v in (d.get("parents") or {}).items()}
+        self.nodes: dict[str, WorkflowNode] = {}
+        self._lca: dict[str, str | None] = {}
+        registry = builtin_components()
+        for nd in d["nodes"]:
+            node = WorkflowNode(self, nd)
+            self.nodes[node.id] = node
+            remote = RemoteNode(wf)
+            if node.type in WORKFLOW_TYPES:
+                cls = registry[node.type]
+                node.component = cls(cls.Config.model_validate(nd.get("config") or {}), node.id, self)
+            elif node.type in AGENT_TYPES:
+                node.component = AgentChildNode(wf, str(nd.get("model") or ""), remote)
+            else:
+                node.component = remote
+        for src, rels in (d.get("routes") or {}).items():
+            self.nodes[src].routes = {rel: [self.nodes[t] for t in targets] for rel, targets in rels.items()}
+        first = d.get("first")
+        self.first: WorkflowNode | None = self.nodes[first] if first else None
+
+    def lca(self, node_id: str) -> str | None:
+        if node_id not in self._lca:
+            self._lca[node_id] = lca_of_node(self.parents, node_id)
+        return self._lca[node_id]
+
+
+class WorkflowEngine:
+    """The engine as the workflow's traversal sees it (chainreact.chains.model.EngineLike)."""
+
+    js_time_limit = 0.0
+    js_memory_limit = 0
+
+    def __init__(self, snap: JSON, wf: ChainWorkflow):
+        self.properties: dict[str, Any] = dict(snap.get("properties") or {})
+        self.on_end_with_failure = bool(snap.get("on_end_with_failure", True))
+        self.functions: dict[str, Callable[..., Any]] = {}
+        self.services: dict[str, Any] = {}
+        self.aliases: dict[str, str] = dict(snap.get("aliases") or {})
+        self._chains = {cid: WorkflowChain(self, c, wf) for cid, c in snap["chains"].items()}
+
+    @property
+    def chains(self) -> Mapping[str, WorkflowChain]:
+        return self._chains
+
+    def get(self, chain_id: str) -> WorkflowChain | None:
+        return self._chains.get(self.aliases.get(chain_id, chain_id))
+
+    async def run(self, chain_id: str, msg: RuleMsg, *, on_end: Callable[[End], Any] | None = None,
+                  on_stream: StreamFn | None = None, on_debug: DebugFn | None = None,
+                  timeout: float | None = None, debug: bool | None = None) -> list[End]:
+        raise NotImplementedError("a durable chain run sends messages through its workflow only")
+
+
+class RemoteNode:
+    """A node whose OnMsg runs as an activity in a worker; what it told is replayed here, in order."""
+
+    def __init__(self, wf: ChainWorkflow):
+        self.wf = wf
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        node = ctx.node
+        req: JSON = {"chain": node.chain.id, "node": node.id, "msg": msg.to_dict(), "err": ctx.err,
+                     "from": ctx.from_id, "relation": ctx.in_relation,
+                     "heartbeat": max(0.5, self.wf.opts.heartbeat_timeout / 4)}
+        if ctx.run.outputs:
+            req["outputs"] = {k: m.to_dict() for k, m in ctx.run.outputs.items()}
+        self.wf.nodes_run += 1
+        try:
+            res = await workflow.execute_activity("chainreact.chain.node", req,
+                                                  **tool_activity_options(None, self.wf.opts))
+        except ActivityError as e:
+            if _cancelled(e):
+                raise asyncio.CancelledError() from None
+            raise NodeActivityError(_failure(e)[1]) from None  # the engine turns it into Failure
+        await replay(ctx, res["calls"])
+
+    def close(self) -> None:
+        pass
+
+
+async def replay(ctx: NodeContext, calls: Sequence[JSON]) -> None:
+    """Tell on the workflow's context what the node told in its activity (chain_activities)."""
+    for c in calls:
+        m = RuleMsg.from_dict(c["msg"])
+        op = c["op"]
+        if op == "next":
+            ctx.tell_next(m, *c["relations"])
+        elif op == "success":
+            ctx.tell_success(m)
+        elif op == "failure":
+            ctx.tell_failure(m, c["err"])
+        elif op == "next_or_else":
+            ctx.tell_next_or_else(m, c["default"], *c["relations"])
+        elif op == "end":
+            ctx.do_on_end(m, c.get("err"), c["relation"], at_end_node=bool(c.get("at_end_node")))
+        elif op == "stream":
+            await ctx.tell_stream(m)
+        else:
+            raise ValueError(f"unknown node call {op!r} (a worker of another chainreact version?)")
+
+
+class AgentChildNode:
+    """`ai/agent` / `ai/llm` as a child agent workflow, with the node's input and output contract
+    (components/ai.py). Stream mode and sessions need the node's in-worker I/O: one node activity."""
+
+    def __init__(self, wf: ChainWorkflow, model: str, remote: RemoteNode):
+        self.wf = wf
+        self.model = model
+        self.remote = remote
+
+    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
+        meta = msg.metadata
+        if meta.get("stream") == "true" or meta.get("sessionKey"):
+            await self.remote.on_msg(ctx, msg)
+            return
+        model = meta.get("session_model", "").strip()
+        extra = meta.get("session_extra_fields", "").strip()
+        try:
+            if extra:
+                parsed = orjson.loads(extra)
+                if not isinstance(parsed, dict):
+                    raise ValueError("metadata session_extra_fields must be a JSON object")
+                extra = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
+            key = agent_key(ctx.node.chain.id, ctx.node.id, model, extra)
+            result = await self.wf.child_agent(ctx.node.id, key, _input(msg), dict(meta))
+        except asyncio.CancelledError:
+            raise
+        except ChildWorkflowError as e:
+            if _cancelled(e):
+                raise asyncio.CancelledError() from None
+            kind, why = _failure(e)
+            text = why if not kind or why.startswith(f"{kind}:") else f"{kind}: {why}"
+            msg.data = text
+            ctx.tell_failure(msg, text)
+            return
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            msg.data = text
+            ctx.tell_failure(msg, text)
+            return
+        out = msg.copy()
+        out.data = str(result.get("content") or "")
+        out.data_type = TEXT
+        out.metadata["model"] = model or self.model
+        out.metadata.update(_usage_meta(usage_from_dict(result.get("usage"))))
+        ctx.tell_next(out, SUCCESS)
+
+    def close(self) -> None:
+        pass
+
+
+@workflow.defn(name=CHAIN_WORKFLOW)
+class ChainWorkflow:
+    def __init__(self) -> None:
+        self.status = "starting"  # starting | running | done | failed | cancelled
+        self.opts = DurableOptions()
+        self.children = 0
+        self.nodes_run = 0
+
+    @workflow.run
+    async def run(self, req: JSON) -> JSON:
+        self.opts = DurableOptions.from_dict(req.get("options"))
+        name = req["chain"]
+        try:
+            snap: JSON = await workflow.execute_activity(
+                "chainreact.chain.plan", {"chain": name},
+                **plain_activity_options(self.opts.plan_timeout, self.opts))
+        except ActivityError as e:
+            self.status = "failed"
+            kind, why = _failure(e)
+            raise ApplicationError(why, type=kind or "PlanError", non_retryable=True) from None
+        engine = WorkflowEngine(snap, self)
+        chain = engine.get(snap["chain"])
+        assert chain is not None
+        frames: list[RuleMsg] = []
+        timeout = req.get("timeout")
+        self.status = "running"
+        try:
+            ends = await run_message(engine, chain, RuleMsg.from_dict(req["msg"]),
+                                     max_nodes=int(snap.get("max_nodes") or 1000),
+                                     timeout=float(timeout) if timeout is not None else snap.get("timeout"),
+                                     on_stream=frames.append)
+        except asyncio.CancelledError:
+            self.status = "cancelled"
+            raise
+        self.status = "done"
+        return {"chain": chain.id, "ends": [{**e.to_dict(), "nodeId": e.node_id} for e in ends],
+                "streams": [f.to_dict() for f in frames], "version": snap.get("version")}
+
+    async def child_agent(self, node_id: str, key: str, data: Any, metadata: JSON) -> JSON:
+        """Run an agent node's agent as a child workflow (same task queue); its RunResult as a dict."""
+        self.children += 1
+        self.nodes_run += 1
+        run_id = f"{workflow.info().workflow_id}.{node_id}.{self.children}"
+        req = {"agent": key, "input": data, "stream": False, "metadata": metadata, "session_values": None,
+               "options": self.opts.to_dict()}
+        out: JSON = await workflow.execute_child_workflow(AGENT_WORKFLOW, req, id=run_id)
+        result: JSON = out["result"]
+        return result
+
+    @workflow.query(name="status")
+    def query_status(self) -> JSON:
+        return {"status": self.status, "nodes": self.nodes_run}

@@ -1,0 +1,116 @@
+"""Durable rule chains served by `chainreact worker CHAIN.json` processes on the real dev server: the CLI's
+`chain run --temporal --json` prints what an in-process run prints, and a worker killed with SIGKILL in the
+middle of a chain (inside its agent node) is taken over by another without repeating completed work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from chainreact.chains import RuleMsg
+from chainreact.durable import DevServer, DurableChain, DurableOptions
+from chainreact.testing import FakeLLM
+
+from .test_workers import TOOLS, steps_responder
+
+
+def write_chain(tmp: Path, url: str) -> Path:
+    """fork -> (ai/agent with a python tool | exprTransform) -> join (merged)."""
+    (tmp / "durable_tools.py").write_text(TOOLS)
+    agent = {"url": url, "model": "m", "systemPrompt": "Record the steps.", "maxRetries": 2,
+             "tools": [{"type": "python", "name": "record", "config": {"function": "durable_tools:record"}}]}
+    nodes = [
+        {"id": "s1", "type": "fork"},
+        {"id": "rec", "type": "ai/agent", "configuration": agent},
+        {"id": "calc", "type": "exprTransform", "configuration": {"mapping": {"double": "msg.n * 2"}}},
+        {"id": "j1", "type": "join", "configuration": {"mergeToMap": True, "timeout": 120}},
+    ]
+    conns = [("s1", "rec"), ("s1", "calc"), ("rec", "j1"), ("calc", "j1")]
+    doc = {"ruleChain": {"id": "recorder_chain", "name": "recorder chain"},
+           "metadata": {"nodes": nodes, "connections": [{"fromId": a, "toId": b, "type": "Success"}
+                                                        for a, b in conns]}}
+    path = tmp / "chain.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    path = os.pathsep.join(p for p in (src, str(tmp), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "DURABLE_TOOL_LOG": str(tmp / "tool.log")}
+
+
+def _tool_lines(tmp: Path) -> list[tuple[int, int]]:
+    path = tmp / "tool.log"
+    if not path.exists():
+        return []
+    return [(int(a), int(b)) for a, b in (line.split() for line in path.read_text().splitlines())]
+
+
+def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "chainreact", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=90)
+
+
+def _strip(out: dict[str, Any]) -> dict[str, Any]:
+    for end in out["ends"]:
+        end["msg"].pop("id")  # each CLI invocation makes its own message
+        end["msg"].pop("ts")
+    return out
+
+
+def test_cli_chain_run_temporal_prints_the_same_json(temporal_server: DevServer, task_queue: str,
+                                                     tmp_path: Path, worker_processes: Any) -> None:
+    env = _env(tmp_path)
+    with FakeLLM(steps_responder(1)) as llm:
+        chain = write_chain(tmp_path, llm.url)
+        worker_processes([str(chain), "--temporal", temporal_server.address, "--task-queue", task_queue],
+                         env=env)
+        common = ("chain", "run", str(chain), "--data", '{"n": 21}', "--meta", "user=ana", "--json")
+        local = _cli(*common, env=env, cwd=tmp_path)
+        durable = _cli(*common, "--temporal", temporal_server.address, "--task-queue", task_queue, env=env,
+                       cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    assert durable.returncode == 0, durable.stderr
+    a, b = _strip(json.loads(local.stdout)), _strip(json.loads(durable.stdout))
+    assert a == b
+    assert json.loads(b["ends"][0]["msg"]["data"]) == {"double": 42, "rec": "recorded 1 steps"}
+    assert len({pid for _, pid in _tool_lines(tmp_path)}) == 2  # in this process, then in the worker
+
+
+async def test_worker_killed_inside_the_chain(temporal_server: DevServer, temporal_client: Any,
+                                              task_queue: str, tmp_path: Path, worker_processes: Any) -> None:
+    env = _env(tmp_path)
+    args = ["--temporal", temporal_server.address, "--task-queue", task_queue]
+    # The agent node's second model call is slow: the worker dies while it is in flight, after the
+    # exprTransform branch and the agent's first tool step completed.
+    with FakeLLM(steps_responder(2, slow_step=1, delay=3.0)) as llm:
+        chain = write_chain(tmp_path, llm.url)
+        first = worker_processes([str(chain), *args], name="first", env=env)
+        durable = DurableChain("recorder_chain", client=temporal_client, task_queue=task_queue,
+                               options=DurableOptions(heartbeat_timeout=2.0))
+        run = await durable.start(RuleMsg(data='{"n": 21}'))
+        deadline = time.monotonic() + 30
+        while len(llm.chat_requests) < 2:
+            assert time.monotonic() < deadline, "the chain did not reach the agent's second model call"
+            await asyncio.sleep(0.02)
+        assert [n for n, _ in _tool_lines(tmp_path)] == [0]
+        first.kill9()
+        second = worker_processes([str(chain), *args], name="second", env=env)
+        ends = await asyncio.wait_for(run.result(), 90)
+        requests = [sum(1 for m in r.messages if m.get("role") == "tool") for r in llm.chat_requests]
+    assert [(e.relation, e.node_id) for e in ends] == [("Success", "j1")]
+    assert ends[0].msg.json_value() == {"double": 42, "rec": "recorded 2 steps"}
+    lines = _tool_lines(tmp_path)
+    assert [n for n, _ in lines] == [0, 1]  # every tool call ran exactly once
+    assert lines[0][1] == first.proc.pid and lines[1][1] == second.proc.pid
+    # Completed model calls ran once; only the one in flight when the worker died ran again.
+    assert Counter(requests) == {0: 1, 1: 2, 2: 1}
+    assert (await run.status())["status"] == "done"

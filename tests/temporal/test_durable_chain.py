@@ -1,0 +1,134 @@
+"""Rule chains as Temporal workflows on the real dev server: the same ends as the in-process engine for a
+chain with fork/join and an agent node (a child agent workflow), Failure paths, and what runs where."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chainreact.chains import RuleEngine, RuleMsg
+from chainreact.durable import ChainHost, DurableChain, DurableRunError, durable_chain_worker
+from chainreact.testing import FakeLLM
+
+
+def fork_join_chain(url: str) -> dict[str, Any]:
+    """fork -> (ai/agent | exprTransform) -> join (merged) -> exprFilter -True-> exprTransform."""
+    nodes = [
+        {"id": "s1", "type": "fork", "name": "fan out"},
+        {"id": "ask", "type": "ai/agent", "name": "assistant",
+         "configuration": {"url": url, "model": "m", "systemPrompt": "Answer in one word."}},
+        {"id": "calc", "type": "exprTransform", "configuration": {"mapping": {"double": "msg.n * 2"}}},
+        {"id": "j1", "type": "join", "configuration": {"mergeToMap": True, "timeout": 60}},
+        {"id": "chk", "type": "exprFilter", "configuration": {"expr": "msg.double == 42"}},
+        {"id": "report", "type": "exprTransform",
+         "configuration": {"mapping": {"answer": "msg.ask", "double": "msg.double"}}},
+    ]
+    conns = [("s1", "ask", "Success"), ("s1", "calc", "Success"), ("ask", "j1", "Success"),
+             ("calc", "j1", "Success"), ("j1", "chk", "Success"), ("chk", "report", "True")]
+    return {"ruleChain": {"id": "forkjoin", "name": "fork join"},
+            "metadata": {"nodes": nodes,
+                         "connections": [{"fromId": a, "toId": b, "type": t} for a, b, t in conns]}}
+
+
+def failing_chain(url: str) -> dict[str, Any]:
+    """A function that raises, its Failure routed to a handler; an agent whose model call fails."""
+    nodes = [
+        {"id": "s1", "type": "fork"},
+        {"id": "f1", "type": "functions", "configuration": {"functionName": "boom"}},
+        {"id": "onerr", "type": "exprTransform",
+         "configuration": {"mapping": {"handled": "metadata.errorMsg"}}},
+        {"id": "ask", "type": "ai/agent",
+         "configuration": {"url": url, "model": "m", "maxRetries": -1}},
+    ]
+    conns = [("s1", "f1", "Success"), ("s1", "ask", "Success"), ("f1", "onerr", "Failure")]
+    return {"ruleChain": {"id": "failing", "name": "failing"},
+            "metadata": {"nodes": nodes,
+                         "connections": [{"fromId": a, "toId": b, "type": t} for a, b, t in conns]}}
+
+
+def boom(ctx: Any, msg: RuleMsg) -> None:
+    raise ValueError("the function failed")
+
+
+def _engine(*docs: dict[str, Any]) -> RuleEngine:
+    engine = RuleEngine(functions={"boom": boom})
+    for d in docs:
+        engine.load(d)
+    return engine
+
+
+def _ends(ends: list[Any]) -> list[dict[str, Any]]:
+    return sorted(({**e.to_dict(), "node": e.node_id} for e in ends),
+                  key=lambda d: (d["node"], d["relation"]))
+
+
+async def _history_kinds(client: Any, run_id: str) -> tuple[list[str], list[str]]:
+    """(activity types scheduled, child workflow types started) in the chain workflow's history."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    acts, children = [], []
+    for ev in history.events:
+        if ev.HasField("activity_task_scheduled_event_attributes"):
+            acts.append(ev.activity_task_scheduled_event_attributes.activity_type.name)
+        if ev.HasField("start_child_workflow_execution_initiated_event_attributes"):
+            children.append(ev.start_child_workflow_execution_initiated_event_attributes.workflow_type.name)
+    return acts, children
+
+
+async def test_fork_join_with_agent_node_equals_in_process(temporal_client: Any, task_queue: str) -> None:
+    msg = RuleMsg(type="Q", data='{"n": 21}', metadata={"user": "ana"})
+    with FakeLLM([{"text": "Paris"}, {"text": "Paris"}]) as llm:
+        local = _engine(fork_join_chain(llm.url))
+        expected = await local.run("forkjoin", msg.copy())
+        local.close()
+        host = ChainHost(_engine(fork_join_chain(llm.url)))
+        async with durable_chain_worker(temporal_client, task_queue, host):
+            durable = DurableChain("forkjoin", client=temporal_client, task_queue=task_queue)
+            run = await durable.start(msg.copy())
+            got = await run.result()
+            status = await run.status()
+        llm.assert_all_consumed()
+        # the agent saw the same request in both runs
+        assert llm.chat_requests[0].body["messages"] == llm.chat_requests[1].body["messages"]
+    assert _ends(got) == _ends(expected)
+    assert len(got) == 1 and got[0].node_id == "report"
+    out = got[0].msg
+    assert out.json_value() == {"answer": "Paris", "double": 42}
+    assert out.metadata["user"] == "ana" and out.metadata["model"] == "m"
+    assert status == {"status": "done", "nodes": 4}
+    # routing nodes (fork, join) ran in the workflow; the agent as a child agent workflow
+    acts, children = await _history_kinds(temporal_client, run.run_id)
+    assert sorted(acts) == ["chainreact.chain.node"] * 3 + ["chainreact.chain.plan"]
+    assert children == ["chainreact.agent"]
+
+
+async def test_failure_relations_equal_in_process(temporal_client: Any, task_queue: str) -> None:
+    msg = RuleMsg(type="Q", data="hello", data_type="TEXT")
+    with FakeLLM([{"status": 400, "message": "bad request"}] * 2) as llm:
+        local = _engine(failing_chain(llm.url))
+        expected = await local.run("failing", msg.copy())
+        local.close()
+        host = ChainHost(_engine(failing_chain(llm.url)))
+        async with durable_chain_worker(temporal_client, task_queue, host):
+            got = await DurableChain("failing", client=temporal_client, task_queue=task_queue).run(msg.copy())
+    by_node = {e.node_id: e for e in got}
+    assert set(by_node) == {"onerr", "ask"}
+    # the function's error went down its Failure relation, with errorMsg, as in process
+    assert by_node["onerr"].relation == "Success"
+    assert by_node["onerr"].msg.json_value() == {"handled": "the function failed"}
+    assert _ends([by_node["onerr"]]) == _ends([e for e in expected if e.node_id == "onerr"])
+    # the agent's model error ended its branch on Failure (no Failure connection)
+    failed = by_node["ask"]
+    local_failed = next(e for e in expected if e.node_id == "ask")
+    assert failed.relation == local_failed.relation == "Failure"
+    assert failed.error and failed.error.startswith("ModelError") and "400" in failed.error
+    assert local_failed.error and local_failed.error.startswith("ModelError")
+
+
+async def test_unknown_chain_fails_the_run(temporal_client: Any, task_queue: str) -> None:
+    with FakeLLM([]) as llm:
+        host = ChainHost(_engine(failing_chain(llm.url)))
+        async with durable_chain_worker(temporal_client, task_queue, host):
+            with pytest.raises(DurableRunError) as err:
+                await DurableChain("nope", client=temporal_client, task_queue=task_queue).run("x")
+    assert err.value.error_type == "UnknownChain" and "failing" in str(err.value)
