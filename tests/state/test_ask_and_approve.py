@@ -153,3 +153,29 @@ async def test_edited_arguments_that_break_the_schema_are_refused(store_url: str
             await agent.resume(run_id, {"d": "maybe"}, store=store)
         after = await store.load_run(run_id)
         assert (after.version, after.status) == (before.version, "interrupted") and deleted == []
+
+
+def test_resume_sync_with_a_sync_store(store_url: str, llm: FakeLLM) -> None:
+    """Scripts without an event loop: run and resume through SyncStore and `Agent.resume_sync`."""
+    from chainreact.state import SyncStore
+
+    llm.add_turns([{"tool_calls": [{"id": "q", "name": "ask_user", "arguments": {"question": "City?"}}]},
+                   {"text": "sunny in Nice"}])
+    agent = doc_agent(llm, ["ask_user"])
+    with SyncStore(store_url) as store:
+        first = store.run_agent(agent, "weather?")
+        assert first.stop_reason == "interrupted"
+        run_id = first.metadata["run_id"]
+        with pytest.raises(StateError, match="no answer for 'q'"):
+            agent.resume_sync(run_id, {}, store=store)
+        result = agent.resume_sync(run_id, {"q": "Nice"}, store=store)
+        assert result.content == "sunny in Nice" and tool_messages(llm, 1) == {"q": "Nice"}
+        assert store.load_run(run_id).status == "done"
+
+
+async def test_resume_sync_refuses_an_async_store(store_url: str, llm: FakeLLM) -> None:
+    from chainreact.errors import ConfigError
+
+    async with await open_store(store_url) as store:
+        with pytest.raises(ConfigError, match="needs a chainreact\\.state\\.SyncStore"):
+            doc_agent(llm, ["ask_user"]).resume_sync("r1", {}, store=store)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -361,6 +362,21 @@ class Agent:
         run_id, answers, **kwargs)`): an interrupted run with `answers` by question id, or one whose
         process died. Answers are checked before anything runs; `stream=True` as for `run`."""
         result: RunResult = await store.resume_run(self, run_id, dict(answers or {}), **kwargs)
+        return result
+
+    def resume_sync(self, run_id: str, answers: Mapping[str, Any] | None = None, *, store: Any,
+                    **kwargs: Any) -> RunResult:
+        """Blocking `resume()` for scripts: `store` is a `chainreact.state.SyncStore`, whose own loop runs
+        the rest of the run (an async store's connections belong to the caller's loop, so it is refused)."""
+        from ..errors import ConfigError
+
+        pending = store.resume_run(self, run_id, dict(answers or {}), **kwargs)
+        if inspect.isawaitable(pending):
+            if inspect.iscoroutine(pending):
+                pending.close()
+            raise ConfigError("Agent.resume_sync(store=...) needs a chainreact.state.SyncStore; "
+                              "with an async store, use `await agent.resume(...)`")
+        result: RunResult = pending
         return result
 
     def run_sync(self, input: Any = None, **kwargs: Any) -> RunResult:
