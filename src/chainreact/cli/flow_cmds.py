@@ -31,6 +31,9 @@ def register(add: AddCommand) -> None:
     fmt.add_argument("--json", action="store_true",
                      help='print {"node", "ended", "messages", "output"} (a stable form for scripts)')
     fmt.add_argument("--jsonl", action="store_true", help="print the turn's events as JSON lines")
+    from .temporal_cmds import add_connection
+
+    add_connection(s, required=False)  # --temporal: the turn runs as a workflow on a `chainreact worker`
 
     sub.add_parser("schema", help="print the JSON Schema of flow documents (for editors)")
 
@@ -67,6 +70,10 @@ def cmd_flow_send(args: argparse.Namespace) -> int:
     group = _object(args.group, "--group")
     from ..flows import Flow
 
+    if args.temporal:
+        from .temporal_cmds import cmd_flow_send_durable
+
+        return cmd_flow_send_durable(args, text, user, group)
     flow = Flow.load(args.flow, state=args.state)
     return asyncio.run(_send(flow, args, text, user, group))
 

@@ -4,6 +4,8 @@
         [--state URL]
     chainreact run agent.json "prompt" --temporal 127.0.0.1:7233 --task-queue agents \
         [--json | --jsonl --state URL]
+    chainreact worker support.json --temporal ... --state URL        # a flow: its turns as workflows
+    chainreact flow send support.json "text" --session s1 --temporal ... [--json | --jsonl --state URL]
     chainreact durable answer RUN_ID --answer '{"call_1": "yes"}' --temporal ...
     chainreact durable cancel RUN_ID [--mode after_tools] [--timeout 30] --temporal ...
 
@@ -62,11 +64,13 @@ async def _worker(args: argparse.Namespace) -> int:
 
     from ..agent import Agent
     from ..config import resolve_agent_config
-    from ..durable import AgentHost, connect, durable_worker
+    from ..durable import AgentHost, FlowHost, connect, durable_worker
     from .temporal_chains import chain_host, split_documents
 
     globals_ = build_globals(args.globals, args.globals_file)
-    agent_paths, chain_paths = split_documents(args.config)
+    # Flows first (their turns are workflows too: docs/durable.md, "Chat flows"), then agents and chains.
+    flow_paths = [p for p in args.config if _is_flow(p)]
+    agent_paths, chain_paths = split_documents([p for p in args.config if p not in flow_paths])
     agents = []
     for path in agent_paths:
         doc, extra = _with_chains(args, resolve_agent_config(path, globals_), globals_)
@@ -83,16 +87,22 @@ async def _worker(args: argparse.Namespace) -> int:
 
         host = chain_host(chain_paths, globals_, agents, store)
         extras = chain_worker_extras(host)
+    flow_host = None
+    if flow_paths:
+        from ..flows import Flow
+
+        flow_host = FlowHost([Flow.load(p, store=store) for p in flow_paths])
     client = await connect(_address(args), namespace=args.namespace)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        async with durable_worker(client, args.task_queue, host,
+        async with durable_worker(client, args.task_queue, host, flows=flow_host,
                                   max_concurrent_activities=args.max_activities, **extras):
             chains = sorted(host.engine.chains) if chain_paths else []
-            names = ", ".join([*sorted(host.agents), *chains])
+            flows = [f"flow {f}" for f in sorted(flow_host.flows)] if flow_host is not None else []
+            names = ", ".join([*sorted(host.agents), *chains, *flows])
             write(f"worker ready: {names} on task queue {args.task_queue!r} at {args.temporal} "
                   f"(pid {os.getpid()})\n", sys.stderr)
             await stop.wait()
@@ -100,6 +110,17 @@ async def _worker(args: argparse.Namespace) -> int:
         if store is not None:
             await store.close()
     return EXIT_OK
+
+
+def _is_flow(path: str) -> bool:
+    from ..config.kinds import detect_document_kind
+    from ..config.loader import read_document
+
+    try:
+        data, source = read_document(path)
+        return detect_document_kind(data, source=source) == "flow"
+    except Exception:
+        return False  # not readable as a document: the agent loader reports it with its own message
 
 
 def _with_chains(args: argparse.Namespace, doc: Any, globals_: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -168,6 +189,52 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
     return EXIT_FAIL if result.stop_reason == "cancelled" else status
 
 
+# -- flow send -----------------------------------------------------------------------------------------
+
+def cmd_flow_send_durable(args: argparse.Namespace, text: str, user: dict[str, Any] | None,
+                          group: dict[str, Any] | None) -> int:
+    """`chainreact flow send FLOW TEXT --temporal ...`: the turn is a workflow; a worker hosting the flow
+    (by id) runs it. Same output as an in-process turn."""
+    import asyncio
+
+    return asyncio.run(_flow_send(args, text, user, group))
+
+
+async def _flow_send(args: argparse.Namespace, text: str, user: dict[str, Any] | None,
+                     group: dict[str, Any] | None) -> int:
+    from ..durable import DurableFlow, connect
+    from ..flows.validate import load_flow
+
+    if args.jsonl and not args.state:
+        raise UsageError("--jsonl with --temporal reads the turn's events from the workers' state store: "
+                         "give --state URL (the workers' --state)")
+    from ..config.loader import read_document
+
+    data, source = read_document(args.flow)
+    definition = load_flow(data, source=source)
+    flow_id = definition.id or definition.name or "flow"
+    client = await connect(_address(args), namespace=args.namespace)
+    durable = DurableFlow(flow_id, client=client, task_queue=args.task_queue)
+    if args.jsonl:
+        from ..state import open_store
+
+        async with await open_store(args.state) as store:
+            turn = await durable.start(args.session, text, user=user, group=group)
+            async for ev in turn.events(store):
+                write(json.dumps(ev, ensure_ascii=False, default=str) + "\n")
+            await turn.result()
+        return EXIT_OK
+    result = await durable.send(args.session, text, user=user, group=group)
+    if args.json:
+        write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
+        return EXIT_OK
+    for m in result.messages:
+        write(m.content + ("" if m.content.endswith("\n") else "\n"))
+    where = "flow ended" if result.ended else f"waiting at node {result.node!r}"
+    write(f"[{where}]\n", sys.stderr)
+    return EXIT_OK
+
+
 # -- durable answer / cancel / status ------------------------------------------------------------------
 
 def cmd_durable(args: argparse.Namespace) -> int:
@@ -199,13 +266,14 @@ async def _durable(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand) -> None:
-    p = add("worker", cmd_worker, "serve agent documents and rule chains to durable runs on a Temporal task "
-                                  "queue")
-    p.add_argument("config", nargs="+", help="agent document(s) and rule chain files or folders (JSON or "
-                   "YAML); each agent by its name, each chain by its id")
+    p = add("worker", cmd_worker, "serve agent documents, rule chains and chat flows to durable runs on a "
+                                  "Temporal task queue")
+    p.add_argument("config", nargs="+", help="agent document(s), rule chain files or folders and flow "
+                   "documents (JSON or YAML); each agent by its name, each chain and flow by its id")
     add_connection(p, required=True)
     p.add_argument("--state", default=None, metavar="URL",
-                   help="state store for the runs' event logs (streaming to callers); optional")
+                   help="state store for the runs' event logs (streaming to callers) and the flows' "
+                   "sessions; optional for agents")
     p.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
                    help="rule chains for rulechain tools. Repeatable.")
     p.add_argument("--max-activities", type=int, default=200, help="concurrent model/tool calls (200)")

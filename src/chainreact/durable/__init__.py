@@ -5,6 +5,8 @@
     client = await connect("127.0.0.1:7233")
     async with durable_worker(client, "agents", AgentHost([agent])):   # or `chainreact worker`
         result = await DurableAgent(agent, client=client, task_queue="agents").run("What is 2+3?")
+    async with durable_worker(client, "flows", AgentHost(), flows=FlowHost([flow])):   # chat flows
+        turn = await DurableFlow(flow, client=client, task_queue="flows").send("s1", "Hello")
 
 Nothing here is imported by `import chainreact`; importing this package imports temporalio.
 """
@@ -24,9 +26,12 @@ from .chain_activities import ChainActivities, ChainHost
 from .chain_client import DurableChain, DurableChainRun, chain_worker_extras, durable_chain_worker
 from .client import DurableAgent, DurableRun, DurableRunError, connect
 from .devserver import DevServer
+from .flow_activities import FlowHost
+from .flow_client import DurableFlow, DurableTurn
 from .options import DurableOptions
 from .worker import durable_worker, make_worker
 
 __all__ = ["AgentActivities", "AgentHost", "ChainActivities", "ChainHost", "DevServer", "DurableAgent",
-           "DurableChain", "DurableChainRun", "DurableOptions", "DurableRun", "DurableRunError",
-           "chain_worker_extras", "connect", "durable_chain_worker", "durable_worker", "make_worker"]
+           "DurableChain", "DurableChainRun", "DurableFlow", "DurableOptions", "DurableRun", "DurableRunError",
+           "DurableTurn", "FlowHost", "chain_worker_extras", "connect", "durable_chain_worker", "durable_worker",
+           "make_worker"]

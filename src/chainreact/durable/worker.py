@@ -3,6 +3,7 @@
     host = AgentHost([Agent.from_config("calc.json")], store=store)   # store: optional, for event logs
     async with durable_worker(client, "agents", host):
         ...                                                             # the worker polls meanwhile
+    async with durable_worker(client, "flows", AgentHost(), flows=FlowHost([flow])):   # chat-flow turns
 
 Several workers on one task queue share the work; each must serve the same agents (same names). The
 workflow code is chainreact's own loop, deterministic by construction, so chainreact (and the libraries
@@ -14,21 +15,32 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .activities import AgentActivities, AgentHost
 from .workflow import AgentWorkflow
+
+if TYPE_CHECKING:
+    from .flow_activities import FlowHost
 
 PASSTHROUGH = ("chainreact", "orjson", "pydantic", "pydantic_core", "httpx", "anyio", "yaml")
 
 
 def make_worker(client: Any, task_queue: str, host: AgentHost, *, max_concurrent_activities: int = 200,
                 max_concurrent_workflow_tasks: int = 200, sticky_timeout: float = 5.0,
-                extra_workflows: tuple[Any, ...] = (), extra_activities: tuple[Any, ...] = ()) -> Any:
-    """A temporalio Worker for `host`'s agents on `task_queue` (not started: `async with` or `run()`)."""
+                extra_workflows: tuple[Any, ...] = (), extra_activities: tuple[Any, ...] = (),
+                flows: FlowHost | None = None) -> Any:
+    """A temporalio Worker for `host`'s agents (and `flows`' turns) on `task_queue` (not started: `async
+    with` or `run()`)."""
     from temporalio.worker import Worker
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+    if flows is not None:
+        from .flow_activities import FlowActivities
+        from .flow_workflow import FlowTurnWorkflow
+
+        extra_workflows = (FlowTurnWorkflow, *extra_workflows)
+        extra_activities = (*FlowActivities(flows).activities(), *extra_activities)
     runner = SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))
     return Worker(
@@ -46,10 +58,13 @@ def make_worker(client: Any, task_queue: str, host: AgentHost, *, max_concurrent
 
 @contextlib.asynccontextmanager
 async def durable_worker(client: Any, task_queue: str, host: AgentHost, **kwargs: Any) -> AsyncIterator[Any]:
-    """Run a worker in the background for the duration of the block; closes the host's agents after."""
+    """Run a worker in the background for the duration of the block; closes the host's agents (and
+    flows) after."""
     worker = make_worker(client, task_queue, host, **kwargs)
     try:
         async with worker:
             yield worker
     finally:
         await host.aclose()
+        if kwargs.get("flows") is not None:
+            await kwargs["flows"].aclose()

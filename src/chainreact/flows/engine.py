@@ -9,12 +9,13 @@ the run id `flow:<flow id>:<session>`, saved with its version expected, so two p
 one conversation and two at once cannot both move it (the second gets RunConflictError). The
 conversation memory lives in the same store, under the node's rendered `memoryId` or, without one, under
 that same `flow:<flow id>:<session>` key.
+
+Which nodes a turn runs is decided by routing.route; this module loads and saves the session around it and
+gives it the nodes' I/O (LocalTurnIO). chainreact.durable runs the same routing in a Temporal workflow.
 """
 
 from __future__ import annotations
 
-import logging
-import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,19 +24,10 @@ from typing import Any
 from .agent_node import AgentOutcome, run_agent_node
 from .asking import Pending
 from .chain_node import run_chain_node
-from .errors import FlowError
 from .events import FlowEvent, FlowMessage
-from .events import message as _message
-from .exprs import compile_condition, evaluate, render, truthy
-from .model import AIAgentNode, EndNode, FlowDef, MessageNode, RuleChainNode, TransitionDef
+from .model import AIAgentNode, FlowDef, RuleChainNode
+from .routing import MAX_HOPS, Session, addressed, route, turn_env
 from .validate import load_flow
-
-log = logging.getLogger("chainreact.flows")
-
-# Nodes visited in one turn without waiting for the user: more means a loop of finish:false outcomes.
-MAX_HOPS = 32
-
-LOGIN_REQUIRED_MESSAGE = "Please log in to continue."
 
 
 @dataclass
@@ -50,16 +42,6 @@ class TurnResult:
         """The stable `--json` form of `chainreact flow send`."""
         return {"node": self.node, "ended": self.ended, "messages": [m.to_dict() for m in self.messages],
                 "output": self.output}
-
-
-@dataclass
-class _Session:
-    node: str | None
-    ended: bool
-    output: Any
-    vars: dict[str, Any]
-    go_on: bool = False  # set by a step: the turn goes on at state.node
-    pending: Pending | None = None  # an agent run waiting for the user's answer (askUserForToolsInput)
 
 
 class Flow:
@@ -155,6 +137,10 @@ class Flow:
                 turn.node, turn.ended = ev.data["current"], ev.data["ended"]
         return turn
 
+    def turn_io(self, session: str) -> LocalTurnIO:
+        """The I/O of this flow's nodes for `session`, run here (durable workers call it in activities)."""
+        return LocalTurnIO(self, self.session_key(session))
+
     async def stream(self, session: str, text: str, *,
                      user: Mapping[str, Any] | None = None,
                      group: Mapping[str, Any] | None = None,
@@ -170,110 +156,17 @@ class Flow:
         key = self.session_key(session)
         rec = await store.get_run(key)
         version = rec.version if rec is not None else 0
-        snap = rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else None
-        if snap is None or snap.get("ended"):
-            # A new session, or one whose flow ended: the message starts the flow again.
-            state = _Session(self.definition.start_node.name, False, None, {})
-        else:
-            state = _Session(snap.get("node"), False, snap.get("output"), dict(snap.get("vars") or {}))
-            if isinstance(snap.get("pending"), dict):
-                state.pending = Pending.from_dict(snap["pending"])
-        env: dict[str, Any] = {"userInput": text, "user": dict(user or {}), "session": {"id": session},
-                               "group": dict(group) if group is not None else None,
-                               "vars": state.vars, "output": state.output}
-        hops = 0
-        while state.node is not None:
-            hops += 1
-            if hops > MAX_HOPS:
-                raise FlowError(f"flow {self.id!r}: {MAX_HOPS} nodes in one turn without waiting for the "
-                                f"user (a loop of finish:false outcomes?), last at {state.node!r}")
-            node = self.definition.node(state.node)
-            if node is None:
-                raise FlowError(f"flow {self.id!r}: session {session!r} is at node {state.node!r}, which the "
-                                "flow no longer has")
-            yield FlowEvent("node", node.name)
-            go_on = False
-            if isinstance(node, EndNode):
-                if node.message:
-                    yield _message(node.name, render(node.message, env))
-                state.node, state.ended = None, True
-            elif isinstance(node, MessageNode):
-                yield _message(node.name, render(node.message, env))
-                go_on = _follow(state, node.transition, node.finish)
-            elif isinstance(node, RuleChainNode):
-                output = await self._run_chain(node, env)
-                state.output = env["output"] = state.vars[node.name] = output
-                yield FlowEvent("output", node.name, {"output": output})
-                if node.message:
-                    yield _message(node.name, render(node.message, env))
-                go_on = _follow(state, node.transition, node.finish)
-            else:
-                state.go_on = False
-                async for ev in self._agent_step(node, env, state, key, agent_events):
-                    yield ev
-                go_on = state.go_on
-            if not go_on:
-                break
-        pending = state.pending.to_dict() if state.pending is not None and not state.ended else None
-        await store.save_run(key, {"node": state.node, "ended": state.ended, "output": state.output,
-                                   "vars": state.vars, "pending": pending},
-                             status="done" if state.ended else "interrupted", agent=self.id, session=session,
-                             expect_version=version)
-        end = {"current": state.node, "ended": state.ended}
-        if pending is not None:
-            end["question"] = state.pending.current.text if state.pending is not None else None
-        yield FlowEvent("turn_end", state.node, end)
+        start = self.definition.start_node.name
+        state = Session.from_snapshot(rec.snapshot if rec is not None else None, start)
+        env = turn_env(text, user, group, session, state)
+        async for ev in route(self.definition, self.id, session, state, env, self.turn_io(session),
+                              agent_events):
+            yield ev
+        await store.save_run(key, state.to_snapshot(), status="done" if state.ended else "interrupted",
+                             agent=self.id, session=session, expect_version=version)
+        yield state.end_event()
 
-    async def _agent_step(self, node: AIAgentNode, env: dict[str, Any], state: _Session,
-                          key: str, agent_events: bool = False) -> AsyncIterator[FlowEvent]:
-        group = env.get("group")
-        if group is not None and node.groupConfig is not None and node.groupConfig.directMessageOnly \
-                and not addressed(node.name, env["userInput"], group):
-            # Not for this agent: no answer, nothing remembered, the session stays where it is.
-            yield FlowEvent("ignored", node.name, {"reason": "directMessageOnly: not addressed"})
-            return
-        if node.loginRequired and not _authenticated(env["user"]):
-            yield FlowEvent("login_required", node.name)
-            yield _message(node.name, LOGIN_REQUIRED_MESSAGE)
-            return  # the session stays on this node until a logged-in user writes
-        pending = state.pending if state.pending is not None and state.pending.node == node.name else None
-        result: AgentOutcome | None = None
-        async for item in run_agent_node(node, env, await self.store(), key, base_dir=self.base_dir,
-                                         flow=self.definition, pending=pending, session_key=key,
-                                         agent_events=agent_events):
-            if isinstance(item, FlowEvent):
-                yield item
-            else:
-                result = item
-        assert result is not None
-        state.pending = result.asked
-        if result.asked is not None:
-            return  # the session waits on this node for the answer
-        state.output = env["output"] = state.vars[node.name] = result.output
-        yield FlowEvent("output", node.name, {"output": result.output, "attempts": result.attempts})
-        if result.text is not None:
-            yield _message(node.name, result.text)
-        for i, oc in enumerate(node.agentOutcomes):
-            try:
-                matched = truthy(evaluate(compile_condition(oc.condition), env))
-            except Exception as e:  # an expression error at run time skips the outcome, never the turn
-                msg = f"node {node.name!r}: agentOutcomes[{i}].condition {oc.condition!r} failed: {e}"
-                log.warning(msg)
-                yield FlowEvent("warning", node.name, {"message": msg})
-                continue
-            if not matched:
-                continue
-            if oc.finish and oc.answerAfterFinish and node.answerMessage:
-                yield _message(node.name, render(node.answerMessage, env))
-            state.go_on = _follow(state, oc.transition, oc.finish)
-            return
-        # No outcome matched: the node's own transition, if any, finishes the agent (then answerMessage).
-        t = node.transition
-        if t is not None and (t.end or t.targetId) and node.answerAfterFinish and node.answerMessage:
-            yield _message(node.name, render(node.answerMessage, env))
-        _follow(state, t, True)
-
-    async def _run_chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
+    async def run_chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
         if self._chains is None:
             from ..chains import RuleEngine
 
@@ -282,33 +175,23 @@ class Flow:
                                     loaded=self._chain_files)
 
 
-def addressed(name: str, text: str, group: Mapping[str, Any]) -> bool:
-    """Whether a group message is for the agent `name`: mentioned (`group["mentions"]` holds the name),
-    `@name` in the text, or the text starts with the name followed by `,` or `:` ("support: my order")."""
-    mentions = group.get("mentions") or []
-    if isinstance(mentions, list | tuple) and any(str(m).lstrip("@").lower() == name.lower()
-                                                  for m in mentions):
-        return True
-    if re.search(r"(?<![\w@])@" + re.escape(name) + r"(?!\w)", text, re.IGNORECASE):
-        return True
-    return re.match(re.escape(name) + r"\s*[,:]", text.lstrip(), re.IGNORECASE) is not None
+class LocalTurnIO:
+    """A turn's node I/O in this process (routing.TurnIO): agent runs and rule chains called directly."""
+
+    def __init__(self, flow: Flow, key: str):
+        self.flow = flow
+        self.key = key
+
+    async def agent(self, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
+                    agent_events: bool) -> AsyncIterator[FlowEvent | AgentOutcome]:
+        flow = self.flow
+        async for item in run_agent_node(node, env, await flow.store(), self.key, base_dir=flow.base_dir,
+                                         flow=flow.definition, pending=pending, session_key=self.key,
+                                         agent_events=agent_events):
+            yield item
+
+    async def chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
+        return await self.flow.run_chain(node, env)
 
 
-def _authenticated(user: Any) -> bool:
-    return isinstance(user, dict) and bool(user.get("id"))
-
-
-def _follow(state: _Session, t: TransitionDef | None, finish: bool) -> bool:
-    """Apply a transition to the session; True when the turn goes on at the new node."""
-    if t is None:
-        return False  # the session stays on this node
-    if t.end:
-        state.node, state.ended = None, True
-        return False
-    if t.targetId:
-        state.node = t.targetId
-        return not finish
-    return False
-
-
-__all__ = ["MAX_HOPS", "Flow", "FlowEvent", "FlowMessage", "TurnResult"]
+__all__ = ["MAX_HOPS", "Flow", "FlowEvent", "FlowMessage", "LocalTurnIO", "TurnResult", "addressed"]

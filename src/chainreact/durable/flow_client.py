@@ -1,0 +1,164 @@
+"""Chat-flow turns on Temporal: the caller's side.
+
+    durable = DurableFlow(flow, client=client, task_queue="flows")    # flow: a Flow or its id
+    turn = await durable.send("session-1", "My order 42 is late", user={"id": "u1"})   # a TurnResult
+
+    t = await durable.start("session-1", "It arrived", stream=True)    # a DurableTurn (a workflow)
+    async for event in t.events(store): ...      # event dicts (as `flow send --jsonl` prints), live
+    turn = await t.result()
+    async for ev in durable.stream("session-1", "Thanks", store=store): ...   # FlowEvents, as Flow.stream
+
+The turn runs in whichever worker polls the task queue and hosts the flow (by id); the caller needs nothing
+of the flow but its id. One session's turns run one at a time: a turn started while another of the same
+session runs waits for it (the workflow id is the session key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..flows.engine import TurnResult
+from ..flows.events import FlowEvent, FlowMessage
+from .client import DurableRunError, connect
+from .codec import JSON
+from .options import DurableOptions
+
+STOP_EVENTS = ("turn_end", "error")
+
+
+class DurableFlow:
+    """A chat flow whose turns run as Temporal workflows on `task_queue` (see the module doc)."""
+
+    def __init__(self, flow: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
+                 namespace: str = "default"):
+        self.id: str = flow if isinstance(flow, str) else flow.id
+        self._client = client
+        self.task_queue = task_queue
+        self.options = options or DurableOptions()
+        self.namespace = namespace
+
+    async def client(self) -> Any:
+        if isinstance(self._client, str):
+            self._client = await connect(self._client, namespace=self.namespace)
+        return self._client
+
+    def session_key(self, session: str) -> str:
+        """The session's key in the state store, and the workflow id of its turns."""
+        return f"flow:{self.id}:{session}"
+
+    async def start(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
+                    group: Mapping[str, Any] | None = None, stream: bool = False,
+                    wait: float = 600.0) -> DurableTurn:
+        """Start a turn and return its handle once it runs. When a turn of the same session is still
+        running, this one starts after it (for at most `wait` seconds, then DurableRunError). `stream`:
+        agent nodes stream their model calls, each agent event an `agent` event in the log (what
+        `chainreact chat` shows); without it the log has the flow's own events."""
+        from temporalio.client import WorkflowFailureError
+        from temporalio.exceptions import WorkflowAlreadyStartedError
+
+        from .flow_workflow import WORKFLOW
+
+        client = await self.client()
+        wid = self.session_key(session)
+        req: JSON = {"flow": self.id, "session": session, "text": text, "user": dict(user or {}),
+                     "group": dict(group) if group is not None else None, "stream": stream,
+                     "options": self.options.to_dict()}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            try:
+                started = await client.start_workflow(WORKFLOW, req, id=wid, task_queue=self.task_queue)
+                # Bound to this run: the workflow id is the session's, later turns reuse it.
+                run_id = started.result_run_id
+                return DurableTurn(client.get_workflow_handle(wid, run_id=run_id), wid, run_id)
+            except WorkflowAlreadyStartedError:
+                pass  # the session's previous turn still runs: this one comes after it
+            if loop.time() >= deadline:
+                raise DurableRunError(f"session {session!r} of flow {self.id!r}: the previous turn still "
+                                      f"runs after {wait:g} s", error_type="SessionBusy", run_id=wid)
+            try:
+                await asyncio.wait_for(client.get_workflow_handle(wid).result(),
+                                       max(0.1, deadline - loop.time()))
+            except (WorkflowFailureError, TimeoutError):
+                pass  # its failure is its caller's; here only its end matters
+
+    async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
+                   group: Mapping[str, Any] | None = None) -> TurnResult:
+        """Run one turn and return its messages, as Flow.send (DurableRunError when the turn failed:
+        `error_type` names the flow's error, e.g. OutputValidationError)."""
+        turn = await self.start(session, text, user=user, group=group)
+        return await turn.result()
+
+    async def stream(self, session: str, text: str, *, store: Any, user: Mapping[str, Any] | None = None,
+                     group: Mapping[str, Any] | None = None,
+                     agent_events: bool = False) -> AsyncIterator[FlowEvent]:
+        """One turn's FlowEvents as it happens, read from `store` (the workers' state store), as
+        Flow.stream. With `agent_events`, an `agent` event's `agent_event` is the agent event's dict. A
+        failed turn raises DurableRunError after its `error` event."""
+        turn = await self.start(session, text, user=user, group=group, stream=agent_events)
+        async for d in turn.events(store):
+            if d.get("event") == "error":
+                break
+            data = {k: v for k, v in d.items() if k not in ("event", "node")}
+            yield FlowEvent(str(d.get("event")), d.get("node"), data)
+        await turn.result()
+
+
+class DurableTurn:
+    """One turn running (or run) as a workflow."""
+
+    def __init__(self, handle: Any, workflow_id: str, run_id: str | None):
+        from .flow_workflow import turn_log_id
+
+        self.handle = handle
+        self.workflow_id = workflow_id
+        self.run_id = run_id or ""
+        self.turn_id = turn_log_id(workflow_id, self.run_id)  # its event log in the state store
+
+    async def result(self) -> TurnResult:
+        from temporalio.client import WorkflowFailureError
+
+        try:
+            out = await self.handle.result()
+        except WorkflowFailureError as e:
+            cause: Any = e.cause
+            while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
+                cause = cause.cause
+            raise DurableRunError(f"turn {self.turn_id!r} failed: {getattr(cause, 'message', None) or cause}",
+                                  error_type=getattr(cause, "type", "") or "", run_id=self.turn_id) from e
+        return TurnResult(node=out["node"], ended=bool(out["ended"]),
+                          messages=[FlowMessage(m["node"], m["content"], m.get("role", "assistant"))
+                                    for m in out["messages"]],
+                          output=out.get("output"), warnings=list(out.get("warnings") or []))
+
+    async def status(self) -> JSON:
+        """{"status": starting|running|done|failed, "node": the node it is at, "turn": the turn id}."""
+        out: JSON = await self.handle.query("status")
+        return out
+
+    async def events(self, store: Any, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
+        """The turn's events (dicts, as `chainreact flow send --jsonl` prints them) from `store`'s log while
+        the turn goes on, until `turn_end` (or `error`). The workers must use the same store."""
+        from temporalio.client import WorkflowExecutionStatus
+
+        idle = 0.0
+        ended = False
+        while True:
+            batch = await store.events(self.turn_id, after=after, limit=500)
+            for ev in batch:
+                after = ev.id
+                yield ev.data
+                if ev.type in STOP_EVENTS:
+                    return
+            if batch:
+                idle = 0.0
+                continue
+            if ended:
+                return
+            await asyncio.sleep(poll)
+            idle += poll
+            if idle >= 1.0:  # a turn that failed before it could publish has no stop event: ask Temporal
+                idle = 0.0
+                ended = (await self.handle.describe()).status != WorkflowExecutionStatus.RUNNING

@@ -1,0 +1,211 @@
+"""Chat-flow turns as Temporal workflows on the real dev server, against the scripted model server: a
+conversation whose turns run on different workers and remember each other, an ask-user round and an outcome
+transition across turns (the same events as in process), turns of one session sent at once (serialized),
+and `chainreact worker` restarted between two `chainreact flow send --temporal` turns."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from chainreact.durable import AgentHost, DevServer, DurableFlow, DurableRunError, FlowHost, durable_worker
+from chainreact.durable.flow_workflow import FlowTurnWorkflow
+from chainreact.durable.worker import PASSTHROUGH
+from chainreact.flows import Flow
+from chainreact.state import open_store
+from chainreact.testing import FakeLLM
+
+from ..flows.servers import order_tool, refund_tool, shop_api
+
+ANSWER = {"type": "object", "properties": {"response": {"type": "string"}, "resolved": {"type": "boolean"}},
+          "required": ["response"]}
+
+
+def reply(text: str, resolved: bool = False) -> dict[str, Any]:
+    return {"text": json.dumps({"response": text, "resolved": resolved})}
+
+
+def desk_flow(url: str) -> dict[str, Any]:
+    return {"id": "desk", "nodes": [
+        {"name": "support", "type": "aiagent", "llmConfig": {"url": url}, "userMessage": "{{userInput}}",
+         "memory": {"maxMessages": 10}, "output": {"schema": ANSWER},
+         "agentOutcomes": [{"condition": "{{output.resolved}} == true", "finish": False,
+                            "transition": {"targetId": "bye"}}]},
+        {"name": "bye", "type": "end", "message": "Bye {{user.name}}."}]}
+
+
+def clerk_flow(url: str, api: Any) -> dict[str, Any]:
+    return {"id": "shop", "nodes": [
+        {"name": "clerk", "type": "aiagent", "llmConfig": {"url": url}, "userMessage": "{{userInput}}",
+         "memory": {"maxMessages": 10}, "askUserForToolsInput": True, "maxToolExecutions": 3,
+         "tools": [order_tool(api), refund_tool(api)], "output": {"schema": ANSWER},
+         "agentOutcomes": [{"condition": "{{output.response}} contains 'refunded'", "finish": True,
+                            "transition": {"targetId": "bye"}}]},
+        {"name": "bye", "type": "end", "message": "Bye!"}]}
+
+
+def texts(request: Any) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in request.messages if m["role"] in ("user", "assistant")]
+
+
+async def test_a_conversation_goes_on_across_workers(temporal_client: Any, task_queue: str,
+                                                      tmp_path: Path) -> None:
+    """Turn 1 on one worker, turn 2 on another (new Flow objects): the second sees the first through the
+    session's memory in the store, and its outcome moves the session to the end node."""
+    state = f"sqlite:///{tmp_path}/s.db"
+    with FakeLLM([reply("Sorry, I will check order 42."), reply("Glad it arrived.", resolved=True)]) as llm:
+        durable = DurableFlow("desk", client=temporal_client, task_queue=task_queue)
+        user = {"id": "u1", "name": "Ann"}
+        async with await open_store(state) as store:
+            flow_a = Flow.from_dict(desk_flow(llm.url), store=store)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow_a])):
+                t1 = await durable.send("s1", "My order 42 is late", user=user)
+            assert (t1.node, t1.ended) == ("support", False)
+            assert [(m.node, m.content) for m in t1.messages] == \
+                [("support", "Sorry, I will check order 42.")]
+            flow_b = Flow.from_dict(desk_flow(llm.url), store=store)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow_b])):
+                t2 = await durable.send("s1", "It arrived, thanks", user=user)
+            assert (t2.node, t2.ended) == (None, True)
+            assert [(m.node, m.content) for m in t2.messages] == [("support", "Glad it arrived."),
+                                                                   ("bye", "Bye Ann.")]
+            assert t2.output == {"response": "Glad it arrived.", "resolved": True}
+            # The second model call carried the first turn (memory), then the new message.
+            assert texts(llm.chat_requests[1]) == [
+                ("user", "My order 42 is late"),
+                ("assistant", json.dumps({"response": "Sorry, I will check order 42.", "resolved": False})),
+                ("user", "It arrived, thanks")]
+            rec = await store.get_run("flow:desk:s1")
+            assert rec is not None and rec.snapshot["ended"] is True and rec.version == 2
+        llm.assert_all_consumed()
+    # The turn's workflow code replays from its history without a worker's state: deterministic.
+    history = await temporal_client.get_workflow_handle("flow:desk:s1").fetch_history()
+    await Replayer(workflows=[FlowTurnWorkflow], workflow_runner=SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))).replay_workflow(history)
+
+
+async def _local_events(url: str, api: Any, state: str, messages: list[str]) -> list[list[dict[str, Any]]]:
+    out = []
+    async with Flow.from_dict(clerk_flow(url, api), state=state) as flow:
+        for text in messages:
+            out.append([ev.to_dict() async for ev in flow.stream("s1", text)])
+    return out
+
+
+async def test_ask_user_and_outcome_across_turns_stream_the_events_of_an_in_process_turn(
+        temporal_client: Any, task_queue: str, tmp_path: Path) -> None:
+    """Turn 1 stops to ask for a missing tool argument; turn 2 (the answer) resumes the stored agent run,
+    the tool runs once, and the outcome moves the session. The durable turns' events, read live from the
+    store, are those of the same conversation in process."""
+    script = [{"tool_calls": [{"name": "createRefund", "arguments": {"orderId": "A1", "reason": "late"},
+                               "id": "r1"}]},
+              reply("Order A1 is refunded: 19.5.")]
+    said = ["Refund A1, it came late", "19.5"]
+    with shop_api() as api, FakeLLM(script) as local_llm, FakeLLM(script) as llm:
+        expected = await _local_events(local_llm.url, api, f"sqlite:///{tmp_path}/local.db", said)
+        api.hits.clear()
+        async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+            flow = Flow.from_dict(clerk_flow(llm.url, api), store=store)
+            durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow])):
+                got = []
+                for text in said:
+                    got.append([ev.to_dict() async for ev in durable.stream("s1", text, store=store)])
+            assert got == expected
+            first, second = got
+            assert [e["event"] for e in first] == ["node", "tool_call", "ask_user", "message", "turn_end"]
+            assert first[-1] == {"event": "turn_end", "node": "clerk", "current": "clerk", "ended": False,
+                                 "question": "To use createRefund I need amount."}
+            assert second[-1] == {"event": "turn_end", "node": "bye", "current": "bye", "ended": False}
+            assert [(h.path, h.body) for h in api.hits] == \
+                [("/refunds", {"orderId": "A1", "reason": "late", "amount": 19.5})]
+            rec = await store.get_run("flow:shop:s1")
+            assert rec is not None and rec.snapshot["node"] == "bye" and rec.snapshot["pending"] is None
+        llm.assert_all_consumed()
+
+
+async def test_turns_of_one_session_sent_at_once_run_one_after_the_other(temporal_client: Any,
+                                                                         task_queue: str,
+                                                                         tmp_path: Path) -> None:
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        said = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        return {**reply(f"seen {len(said)}: {said[-1]}"), "delay": 0.3}  # the two turns overlap
+
+    with FakeLLM(respond) as llm:
+        async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+            flow = Flow.from_dict(desk_flow(llm.url), store=store)
+            durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow])):
+                turns = await asyncio.gather(durable.send("s1", "one"), durable.send("s1", "two"))
+            # Both ran, neither lost the other's message: the later one saw the earlier one in memory.
+            answers = sorted(t.messages[0].content for t in turns)
+            assert answers in (["seen 1: one", "seen 2: two"], ["seen 1: two", "seen 2: one"])
+            history = await store.history("flow:desk:s1")
+            assert len(history) == 4
+            rec = await store.get_run("flow:desk:s1")
+            assert rec is not None and rec.version == 2
+
+
+async def test_a_failing_turn_fails_with_the_flows_error_and_moves_nothing(temporal_client: Any,
+                                                                          task_queue: str,
+                                                                          tmp_path: Path) -> None:
+    # Never valid against the schema (no "response"): OutputValidationError after output.maxRetries.
+    with FakeLLM([{"text": "{}"}] * 3) as llm:
+        async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+            flow = Flow.from_dict(desk_flow(llm.url), store=store)
+            durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow])):
+                turn = await durable.start("s1", "hello")
+                events = [e async for e in turn.events(store)]
+                try:
+                    await turn.result()
+                    raise AssertionError("the turn should have failed")
+                except DurableRunError as e:
+                    assert e.error_type == "OutputValidationError"
+            assert events[0] == {"event": "node", "node": "support"}
+            assert events[-1]["event"] == "error" and events[-1]["error_type"] == "OutputValidationError"
+            assert await store.get_run("flow:desk:s1") is None  # the session did not move
+        llm.assert_all_consumed()
+
+
+def _cli(*args: str, env: dict[str, str]) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", "chainreact", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(proc.stdout))
+
+
+def test_worker_restarted_between_turns_of_cli_flow_sends(temporal_server: DevServer, task_queue: str,
+                                                          tmp_path: Path, worker_processes: Any) -> None:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINREACT_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    state = f"sqlite:///{tmp_path}/s.db"
+    with FakeLLM([reply("Sorry, I will check order 42."), reply("Glad it arrived.", resolved=True)]) as llm:
+        doc = tmp_path / "desk.json"
+        doc.write_text(json.dumps(desk_flow(llm.url)))
+        worker = ["--temporal", temporal_server.address, "--task-queue", task_queue, "--state", state]
+        send = ["--session", "s1", "--user", '{"id": "u1", "name": "Ann"}', "--json",
+                "--temporal", temporal_server.address, "--task-queue", task_queue]
+        first = worker_processes([str(doc), *worker], name="first", env=env)
+        t1 = _cli("flow", "send", str(doc), "My order 42 is late", *send, env=env)
+        sorry = "Sorry, I will check order 42."
+        assert t1 == {"node": "support", "ended": False, "output": {"response": sorry, "resolved": False},
+                      "messages": [{"node": "support", "role": "assistant", "content": sorry}]}
+        first.kill9()
+        worker_processes([str(doc), *worker], name="second", env=env)
+        t2 = _cli("flow", "send", str(doc), "It arrived, thanks", *send, env=env)
+        assert t2["ended"] is True and t2["node"] is None
+        assert [m["content"] for m in t2["messages"]] == ["Glad it arrived.", "Bye Ann."]
+        assert texts(llm.chat_requests[1])[:2] == [
+            ("user", "My order 42 is late"),
+            ("assistant", json.dumps({"response": "Sorry, I will check order 42.", "resolved": False}))]
+        llm.assert_all_consumed()
