@@ -32,6 +32,6 @@ from .options import DurableOptions
 from .worker import durable_worker, make_worker
 
 __all__ = ["AgentActivities", "AgentHost", "ChainActivities", "ChainHost", "DevServer", "DurableAgent",
-           "DurableChain", "DurableChainRun", "DurableFlow", "DurableOptions", "DurableRun", "DurableRunError",
-           "DurableTurn", "FlowHost", "chain_worker_extras", "connect", "durable_chain_worker", "durable_worker",
-           "make_worker"]
+           "DurableChain", "DurableChainRun", "DurableFlow", "DurableOptions", "DurableRun",
+           "DurableRunError", "DurableTurn", "FlowHost", "chain_worker_extras", "connect",
+           "durable_chain_worker", "durable_worker", "make_worker"]
