@@ -35,7 +35,8 @@ FRAMEWORKS = {
     "agno": "agno",
 }
 PEERS = ("pydantic_ai", "openai_agents", "langgraph", "agno")
-WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server")
+RUNNER_WORKLOADS = ("sync", "stream", "concurrent", "build")  # run by bench/frameworks/run_<name>.py
+WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server", "durable")
 
 # Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request).
 FULL = {"runs": 10, "reps": 5, "warmup": 2, "conc_runs": 500, "conc_reps": 1, "agents": 10_000,
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "frameworks": {fw: {} for fw in fws},
     }
     for workload in workloads:
-        if workload in ("imports", "ttft"):
+        if workload not in RUNNER_WORKLOADS:  # the others have their own scripts, below
             continue
         for fw in fws:
             print(f"[bench] {workload:<10} {FRAMEWORKS[fw]:<16}", end=" ", flush=True)
@@ -177,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         results["server"] = server_bench.measure(
             dict(server_bench.QUICK if args.quick else server_bench.FULL, quick=args.quick),
             [f for f in server_bench.FRAMEWORKS if f in fws])
+    if "durable" in workloads and set(fws) & {"chainreact", "pydantic_ai", "openai_agents"}:
+        import durable_bench  # durable runs on Temporal against the peers' integrations (own section)
+
+        print("[bench] durable runs (Temporal)", flush=True)
+        results["durable"] = durable_bench.measure(
+            dict(durable_bench.QUICK if args.quick else durable_bench.FULL, quick=args.quick),
+            [f for f in durable_bench.FRAMEWORKS if f in fws])
     results["meta"]["duration_s"] = time.perf_counter() - started
     results["meta"]["machine"]["load_avg_end"] = list(__import__("os").getloadavg())
     failures = _failures(results)
@@ -207,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
             import server_report
 
             written += server_report.write(results["server"])
+        if "durable" in results:
+            import durable_report
+
+            written += durable_report.write(results["durable"])
         print(f"[bench] wrote {', '.join(str(p) for p in written)}")
     return 0
 
@@ -224,6 +236,7 @@ def _failures(results: dict[str, Any]) -> list[str]:
     if f and f.get("status") != "ok":
         out.append(f"flows: {f.get('reason')}")
     out += [f"server: {why}" for why in (results.get("server") or {}).get("failures", [])]
+    out += [f"durable: {why}" for why in (results.get("durable") or {}).get("failures", [])]
     return out
 
 
