@@ -62,3 +62,10 @@ def test_hash_key_prints_the_digest_a_keys_file_holds() -> None:
     proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", "--hash-key", "test"],
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+
+def test_runs_pruning_flags_refuse_bad_values(tmp_path: Path) -> None:
+    for flag, value, why in (("--runs-ttl", "0", "seconds > 0"), ("--runs-max", "-1", "whole number")):
+        proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", str(tmp_path), flag, value],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and flag in proc.stderr and why in proc.stderr, proc.stderr

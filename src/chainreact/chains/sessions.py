@@ -2,7 +2,11 @@
 
 The interface is the state store's conversation half (`history(session)`, `append(session, messages)`),
 so a `chainreact.state` store works as it is: `engine.services["sessions"] = await open_store(...)`.
-Without one, each engine keeps conversations in memory (MemorySessionStore)."""
+Without one, each engine keeps conversations in memory (MemorySessionStore).
+
+Metadata `sessionScope=node` gives each agent node its own conversation in the session (stored under
+`node_session_key`), as RuleGo's session keys name the agent; without it the nodes that get the same
+`sessionKey` share one conversation."""
 
 from __future__ import annotations
 
@@ -11,6 +15,29 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..types import Message
+
+
+def node_session_key(session: str, chain_id: str, node_id: str) -> str:
+    """The store key of one agent node's conversation in `session` (metadata sessionScope=node)."""
+    return f"chain:{chain_id}:node:{node_id}:{session}"
+
+
+def unsent_part(history: Sequence[Message], messages: list[Any]) -> list[Any]:
+    """`messages` (a request's non-system messages) without the turns the stored `history` already holds.
+
+    Chat UIs send the whole conversation with each request, other clients only the new message. When the
+    request begins with the conversation as a user saw it (the user messages and the assistant's answers;
+    tool calls and their results are never shown, so never sent back), that part is dropped; otherwise
+    every message is new."""
+    seen = [(m.role, m.content or "") for m in history
+            if m.role == "user" or (m.role == "assistant" and not m.tool_calls and m.content)]
+
+    def key(m: Any) -> tuple[Any, Any]:
+        return (m.get("role"), m.get("content") or "") if isinstance(m, dict) else (None, None)
+
+    if seen and len(messages) > len(seen) and [key(m) for m in messages[:len(seen)]] == seen:
+        return messages[len(seen):]
+    return messages
 
 
 @runtime_checkable

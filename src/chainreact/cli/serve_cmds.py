@@ -70,6 +70,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if state:
         parse_url(state)  # a malformed URL fails here, before the port is taken
         print(f"state store: {mask_url(state)} (runs, sessions, flows)", file=sys.stderr)
+    if state and (args.runs_ttl is not None or args.runs_max is not None):
+        print("warning: --runs-ttl/--runs-max prune the in-memory runs store only; with --state every run "
+              "is kept", file=sys.stderr)
+    extras.update({k: v for k, v in (("runs_ttl", args.runs_ttl), ("runs_max", args.runs_max))
+                   if v is not None})
     app = create_app(catalog, keys=keys, body_limit=args.body_limit, state=state, grace=args.grace,
                      body_timeout=args.body_timeout, rate_limit=args.rate_limit,
                      cors_origins=args.cors_origin or [], access_log=args.access_log, watch=watch, **extras)
@@ -111,6 +116,22 @@ def _login_extras(args: argparse.Namespace) -> dict[str, object]:
     return {"users": users, "secret": args.secret, "token_ttl": args.token_ttl}
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return int(text)
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -130,6 +151,11 @@ def register(add: AddCommand) -> None:
     p.add_argument("--state", metavar="URL",
                    help="state store for runs and sessions (sqlite:///PATH or postgresql://...; default "
                         "$CHAINREACT_STATE, else runs kept in memory and no sessions)")
+    p.add_argument("--runs-ttl", type=_positive, metavar="SECONDS",
+                   help="without --state: a run that stopped is forgotten after this long (default 3600)")
+    p.add_argument("--runs-max", type=_count, metavar="N",
+                   help="without --state: at most N stopped runs are kept, the oldest forgotten first "
+                        "(default 1000)")
     p.add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                    help="on SIGTERM, how long runs in flight may go on before they are cancelled "
                         "(default 30)")

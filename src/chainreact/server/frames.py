@@ -5,7 +5,7 @@ which the routes turn into OpenAI chunks (SSE) or one completion.
     Reasoning(text)       the model's reasoning
     Tool(event)           a TOOL_CALL_START / TOOL_CALL_RESULT object (sent only to agui clients)
     Done(content, usage, model)   the end, with the full answer
-    Failed(message)       the run failed; nothing follows
+    Failed(message, ...)  the run failed (or stopped to ask: an interrupted run, HTTP 409); nothing follows
 """
 
 from __future__ import annotations
@@ -45,6 +45,12 @@ class Done:
 @dataclass(slots=True)
 class Failed:
     message: str
+    # Not streamed, the answer is HTTP `status` in OpenAI's error shape with this type and code, and
+    # `details` beside them (streamed: a stream_error event with the code and details).
+    status: int = 500
+    type: str = "server_error"
+    code: str | None = None
+    details: dict[str, Any] | None = None
 
 
 Frame = Text | Reasoning | Tool | Done | Failed
@@ -97,9 +103,19 @@ def event_frame(e: Any, model: str) -> Frame | None:
     if isinstance(e, ev.Cancelled):
         return Failed("the run was cancelled")
     if isinstance(e, ev.Interrupted):
-        return Failed("the run is waiting for answers (" + ", ".join(str(q.get("question") or q.get("id"))
-                      for q in e.questions) + "): resume it with POST /api/v1/runs/" + e.run_id + "/resume")
+        return interrupted(e.run_id, e.questions)
     return None
+
+
+def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:
+    """What a chat completion answers for a run that stopped to ask (ask_user, an approval): 409 with the
+    run id, its questions and where to answer them (the runs API)."""
+    asked = "; ".join(str(q.get("question") or q.get("kind") or q.get("id")) for q in questions)
+    resume = f"/api/v1/runs/{run_id}/resume"
+    return Failed(f"the run {run_id} is interrupted: it waits for answers ({asked}). Answer with POST "
+                  f'{resume} and a body {{"answers": {{question id: answer}}}}; GET /api/v1/runs/{run_id} '
+                  "shows the questions", 409, "run_interrupted", "run_interrupted",
+                  {"run_id": run_id, "resume": resume, "questions": questions})
 
 
 async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,

@@ -28,8 +28,9 @@ SSE_HEADERS = {
 
 
 def error(status: int, message: str, type_: str = "invalid_request_error", code: str | None = None,
-          headers: dict[str, str] | None = None) -> JSONResponse:
-    body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+          headers: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> JSONResponse:
+    """OpenAI's error shape; `extra` fields go beside message/type/param/code (clients ignore others)."""
+    body = {"error": {"message": message, "type": type_, "param": None, "code": code, **(extra or {})}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -74,13 +75,13 @@ async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, mode
     reasoning: list[str] = []
     async for f in frames:
         if isinstance(f, Failed):
-            return error(500, f.message, "server_error")
+            return error(f.status, f.message, f.type, f.code, extra=f.details)
         if isinstance(f, Done):
             message: dict[str, Any] = {"role": "assistant", "content": f.content}
             if reasoning:
                 message["reasoning_content"] = "".join(reasoning)
             return JSONResponse({
-                "id": cid, "object": "chat.completion", "created": created, "model": f.model or model,
+                "id": cid, "object": "chat.completion", "created": created, "model": model,
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                 "usage": f.usage.to_dict(),
             })
@@ -124,12 +125,12 @@ async def _sse(frames: AsyncIterator[Frame], cid: str, created: int, model: str,
                     delta = {"role": "assistant", "content": f.content} if first else {"content": f.content}
                     yield _chunk(cid, created, model, delta)
                 usage = f.usage.to_dict() if f.usage.total_tokens else None
-                yield _chunk(cid, created, f.model or model, {}, "stop", usage)
+                yield _chunk(cid, created, model, {}, "stop", usage)
                 yield b"data: [DONE]\n\n"
                 return
             elif isinstance(f, Failed):
                 yield b"data: " + orjson.dumps({"error": {"message": f.message, "type": "stream_error",
-                                                          "code": None}}) + b"\n\n"
+                                                          "code": f.code, **(f.details or {})}}) + b"\n\n"
                 return
     finally:
         await frames.aclose()  # type: ignore[attr-defined]

@@ -4,7 +4,8 @@
     POST /v1/chat/completions    model = an agent, chain or flow id; stream or not
 
 An agent runs through the run registry (server/sessions.py): `user` (or `X-Session-Key`) names its
-session when the server has a state store.
+session when the server has a state store. So does a chain's: each agent node of the chain keeps its own
+conversation in that session (server/sessions.py `chain_session`).
 
 A flow gets the last user message as one turn of the session named by `user` (or `X-Session-Key`; none:
 a new session, whose key comes back in the `X-Session-Key` response header); the answer is the turn's
@@ -21,7 +22,7 @@ from .context import ServerContext, deny
 from .flows_runtime import FlowRuntime, flow_frames, flow_user, last_user_text, session_key
 from .frames import agent_frames, chain_frames
 from .openai_api import agent_input, error, parse_chat_request, respond
-from .sessions import agent_chat
+from .sessions import agent_chat, chain_session
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -67,7 +68,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         if entry.kind == "agent":
             frames = agent_frames(entry.obj, agent_input(body), stream=stream)
         else:
-            frames = chain_frames(catalog.engine, entry.id, body, stream=stream)
+            meta = chain_session(request, body, registry, catalog.engine)
+            if isinstance(meta, Response):
+                return meta
+            frames = chain_frames(catalog.engine, entry.id, body, stream=stream, metadata=meta)
         return await respond(request, frames, ident, stream)
 
     return [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]

@@ -5,6 +5,10 @@
     POST /api/v1/rules/{id}/execute/{msgType}        run and answer with the ended messages
     POST /api/v1/rules/{id}/notify/{msgType}         run in the background, 200 at once
     POST /api/v1/rules/{id}/v1/chat/completions      an OpenAI chat request as message type chat.completions
+                                                     (`user` / X-Session-Key: the session, server/sessions.py)
+
+With a state store (`--state`), the chain engine's session store is that store: `sessionKey` metadata
+(the X-Session-Key header on execute/notify) keeps agent nodes' conversations across restarts.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from starlette.routing import Route
 from .context import ServerContext
 from .frames import chain_frames
 from .openai_api import error, parse_chat_request, respond
+from .sessions import chain_session, wire_chain_sessions
 
 
 def not_found(ident: str) -> Response:
@@ -101,6 +106,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = request.path_params["id"]
         if _chain(ident) is None:
             return not_found(ident)
+        wire_chain_sessions(ctx.extras.get("runs"), catalog.engine)
         ends = await catalog.engine.run(ident, _message(request))
         return JSONResponse({"ends": [e.to_dict() for e in ends]})
 
@@ -109,6 +115,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = request.path_params["id"]
         if _chain(ident) is None:
             return not_found(ident)
+        wire_chain_sessions(ctx.extras.get("runs"), catalog.engine)
         ctx.spawn(catalog.engine.run(ident, _message(request)))
         return JSONResponse({"id": ident, "accepted": True})
 
@@ -121,7 +128,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(body, Response):
             return body
         stream = bool(body.get("stream"))
-        frames = chain_frames(catalog.engine, ident, body, stream=stream)
+        meta = chain_session(request, body, ctx.extras.get("runs"), catalog.engine)
+        if isinstance(meta, Response):
+            return meta
+        frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta)
         return await respond(request, frames, str(body.get("model") or ident), stream)
 
     return [

@@ -11,6 +11,11 @@ then its final status (done, failed, cancelled, or left interrupted) is saved; a
 final status has therefore seen every event, and a client's next request sees the session. A run that
 is cancelled (by a client, a disconnect or shutdown) ends with its history repaired (every tool call
 answered) and saved like any other end.
+
+A chat completion run that is not kept (no `--state`) is still saved if it stops to ask (interrupted), so
+it can be resumed through the runs API. With the private in-memory store (no `--state`), the runs that
+stopped (done, failed, cancelled, interrupted) are pruned: each is deleted `ttl` seconds after it stopped,
+and the oldest go first past `max_runs` (`Pruning`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import functools
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +44,31 @@ SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, e
 
 class RegistryClosed(Exception):
     """The server is shutting down: no new run is started."""
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """How long the runs of a private store are kept once they stopped, and how many at most."""
+
+    ttl: float = 3600.0  # seconds after a run stopped
+    max_runs: int = 1000  # stopped runs kept; the oldest are deleted first
+
+    def __post_init__(self) -> None:
+        if not self.ttl > 0 or self.max_runs < 0:
+            raise ValueError(f"runs pruning: ttl must be > 0 seconds and max_runs >= 0, got {self.ttl}, "
+                             f"{self.max_runs}")
+
+
+class _KeepInterrupted:
+    """The checkpointer of a run that is not kept: saves only its `interrupted` safe point, so a run that
+    stops to ask can be resumed (and costs nothing otherwise)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    async def __call__(self, cp: Any) -> None:
+        if cp.point == "interrupted":
+            await self.inner(cp)
 
 
 @dataclass(eq=False)
@@ -101,13 +132,17 @@ class RunRegistry:
     """`store`: the state store (opened by the runs routes at startup). `sessions`: whether chat `user`
     keys and run `session` fields read and write conversation history (only with a store the operator
     chose: `--state` / $CHAINREACT_STATE). `persist_chats`: chat completion runs are checkpointed too.
-    `grace`: seconds in-flight runs get to finish at shutdown before they are cancelled."""
+    `grace`: seconds in-flight runs get to finish at shutdown before they are cancelled. `prune`: delete
+    stopped runs (a private store)."""
 
-    def __init__(self, *, grace: float = 30.0, sessions: bool = False, persist_chats: bool = False):
+    def __init__(self, *, grace: float = 30.0, sessions: bool = False, persist_chats: bool = False,
+                 prune: Pruning | None = None):
         self.store: Any = None
         self.grace = grace
         self.sessions = sessions
         self.persist_chats = persist_chats
+        self.prune = prune  # None: runs are kept (the operator's store)
+        self.stopped: OrderedDict[str, float] = OrderedDict()  # run id -> when it stopped (with `prune`)
         self.live: dict[str, LiveRun] = {}
         self.closing = False
         self.shutdown_started: float | None = None
@@ -116,16 +151,19 @@ class RunRegistry:
 
     def start_agent(self, agent: Any, target: str, data: Any, *, session: str | None = None,
                     detached: bool = False, persist: bool = True, stream: bool = True,
-                    listen: bool = False, events: bool = True) -> LiveRun:
+                    listen: bool = False, events: bool = True, resumable: bool = False) -> LiveRun:
         """Start `agent` on `data` in the background; `listen` subscribes a queue (live.listeners[0])
         before the first event can be produced. `persist`: checkpoints and final status in the store;
-        `events` (with `persist`): its events in the store's event log too."""
+        `events` (with `persist`): its events in the store's event log too. `resumable` (without
+        `persist`): saved if it stops to ask, so it can be resumed."""
         from ..state.runs import StoreCheckpointer
 
         if self.closing:
             raise RegistryClosed
-        ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) if persist else None
-        handle = agent.start(data, stream=stream, checkpoint=ckpt)
+        ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) \
+            if persist or resumable else None
+        handle = agent.start(data, stream=stream,
+                             checkpoint=ckpt if persist or ckpt is None else _KeepInterrupted(ckpt))
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
         return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen)
 
@@ -152,6 +190,7 @@ class RunRegistry:
             raise RegistryClosed
         if run_id in self.live:
             raise RunConflictError(f"run {run_id!r} is running in this server: cancel it or wait for it")
+        self.stopped.pop(run_id, None)  # running again: not pruned while it runs
         before = await self.store.get_run(run_id)
         resume, ckpt = await claim_resume(agent, self.store, run_id, answers)
         handle = agent.start(resume=resume, checkpoint=ckpt, stream=True)
@@ -199,6 +238,13 @@ class RunRegistry:
                 q.put_nowait(None)
             live.ended.set()
             live.notify()
+        if self.prune is not None and (live.persist or live.status == "interrupted"):
+            self.stopped[live.run_id] = time.monotonic()
+            self.stopped.move_to_end(live.run_id)
+            try:
+                await self.prune_stopped()
+            except Exception:
+                log.exception("pruning stopped runs failed")
 
     async def _save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
         from ..state.checkpoint import RunSnapshot, save_snapshot
@@ -224,6 +270,33 @@ class RunRegistry:
             snap = RunSnapshot(live.run_id, "failed", agent=agent.name, session=live.session,
                                extra={**ckpt.extra, "error": f"{type(error).__name__}: {error}"})
             await save_snapshot(self.store, snap, expect_version=ckpt.version)
+
+    # ------------------------------------------------------------------ pruning
+
+    async def prune_stopped(self, now: float | None = None) -> int:
+        """Delete the stopped runs past the TTL, then the oldest past the maximum count; how many."""
+        if self.prune is None:
+            return 0
+        now = time.monotonic() if now is None else now
+        doomed: list[str] = []
+        for run_id, stopped_at in self.stopped.items():  # oldest first
+            if now - stopped_at < self.prune.ttl and len(self.stopped) - len(doomed) <= self.prune.max_runs:
+                break
+            doomed.append(run_id)
+        for run_id in doomed:
+            del self.stopped[run_id]
+            await self.store.delete_run(run_id)
+        return len(doomed)
+
+    async def prune_forever(self) -> None:
+        """Prune now and then, so runs expire also while no other run ends (a background task)."""
+        assert self.prune is not None
+        while True:
+            await asyncio.sleep(min(max(self.prune.ttl / 4, 0.05), 60.0))
+            try:
+                await self.prune_stopped()
+            except Exception:
+                log.exception("pruning stopped runs failed")
 
     # ------------------------------------------------------------------ following, cancelling
 

@@ -9,8 +9,9 @@
                                         timeout?: seconds before a safe-point cancel turns immediate}
     POST /api/v1/runs/{run_id}/resume   body {answers: {question id: answer}, stream?, detached?}
 
-Extras read from ServerContext.extras: `state` (a store URL; None: a private in-memory SQLite store, so
-runs are kept until the server stops and there are no sessions) and `grace` (seconds in-flight runs get
+Extras read from ServerContext.extras: `state` (a store URL; None: a private in-memory SQLite store, whose
+stopped runs are pruned, and there are no sessions), `runs_ttl` and `runs_max` (that pruning: seconds a
+stopped run is kept, and how many at most; runs_registry.Pruning) and `grace` (seconds in-flight runs get
 at shutdown). This module puts the RunRegistry at `extras["runs"]` (the chat routes run agents through it).
 """
 
@@ -27,8 +28,8 @@ from starlette.routing import Route
 
 from .context import ServerContext
 from .openai_api import SSE_HEADERS
-from .runs_registry import FINAL_STATUSES, RUN_ID, LiveRun, RegistryClosed, RunRegistry
-from .sessions import MAX_KEY, session_input, unavailable, until_end_or_disconnect
+from .runs_registry import FINAL_STATUSES, RUN_ID, LiveRun, Pruning, RegistryClosed, RunRegistry
+from .sessions import MAX_KEY, session_input, unavailable, until_end_or_disconnect, wire_chain_sessions
 
 MEMORY_STORE = "sqlite:///:memory:"
 
@@ -100,14 +101,19 @@ def _start_request(raw: bytes) -> tuple[dict[str, Any], tuple[bool, bool], list[
 def routes(ctx: ServerContext) -> list[Route]:
     catalog = ctx.catalog
     url = ctx.extras.get("state")
+    prune = None if url else Pruning(float(ctx.extras.get("runs_ttl") or Pruning.ttl),
+                                     int(ctx.extras.get("runs_max", Pruning.max_runs)))
     registry = RunRegistry(grace=float(ctx.extras.get("grace", 30.0)), sessions=bool(url),
-                           persist_chats=bool(url))
+                           persist_chats=bool(url), prune=prune)
     ctx.extras["runs"] = registry
 
     async def open_store() -> None:
         from ..state import open_store
 
         registry.store = await open_store(url or MEMORY_STORE)
+        wire_chain_sessions(registry, catalog.engine)
+        if registry.prune is not None:
+            ctx.spawn(registry.prune_forever())
 
     async def close() -> None:
         await registry.shutdown()

@@ -6,6 +6,12 @@ when it ends (a cancelled run's history repaired first; an interrupted run's onc
 Clients may send only the new messages, or the whole conversation as chat UIs do: when the request's
 messages (system ones aside) begin with the stored history, that part is not counted twice.
 
+Rule chains (`model` = a chain id, and RuleGo's `/api/v1/rules/{id}/v1/chat/completions`) get the key as
+message metadata `sessionKey` with `loadHistory=true` and `sessionScope=node`: each `ai/agent` / `ai/llm`
+node of the chain keeps its own conversation in the session (what it was given, what it answered),
+loaded before its input and appended when it answers; the chain engine's session store is the server's
+state store (chains/sessions.py).
+
 Without a state store chosen by the operator (`--state` or $CHAINREACT_STATE) there are no sessions: the
 `user` field is ignored and every request is stateless.
 """
@@ -52,6 +58,26 @@ def merge_history(history: list[dict[str, Any]], messages: list[dict[str, Any]])
     return [*system, *history, *rest]
 
 
+def wire_chain_sessions(registry: RunRegistry | None, engine: Any) -> None:
+    """Make the server's state store the chain engine's session store (when the server has sessions), so
+    chains' agent nodes keep their conversations there, across restarts."""
+    if registry is None or not registry.sessions or registry.store is None or engine is None:
+        return
+    if engine.services.get("sessions") is not registry.store:
+        engine.services["sessions"] = registry.store
+
+
+def chain_session(request: Request, body: dict[str, Any], registry: RunRegistry | None,
+                  engine: Any) -> dict[str, str] | Response:
+    """The message metadata that puts a chat request to a chain in its session (none without a key or
+    without sessions), or the 400 saying why the key is refused."""
+    key = session_key(request, body)
+    if isinstance(key, Response) or key is None or registry is None or not registry.sessions:
+        return key if isinstance(key, Response) else {}
+    wire_chain_sessions(registry, engine)
+    return {"sessionKey": key, "loadHistory": "true", "sessionScope": "node"}
+
+
 async def session_input(registry: RunRegistry, key: str | None, messages: list[dict[str, Any]]) -> Any:
     """The agent's input: the request's messages, after the session's history when there is one."""
     if key is None or not registry.sessions:
@@ -64,7 +90,8 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
                      model: str, stream: bool) -> Response:
     """An OpenAI chat request to an agent, run through the registry: tracked for shutdown, cancelled
     when the client goes away, checkpointed (header `X-Run-Id`) and kept in its session when the
-    server has a state store."""
+    server has a state store. A run that stops to ask is saved in any case and answered with 409
+    `run_interrupted` (frames.interrupted): it goes on through the runs API's resume route."""
     from .frames import Done, Failed, event_frame
 
     key = session_key(request, body)
@@ -76,7 +103,8 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
         # Checkpointed (status, messages) but without an event log: a token stream per chat is not worth
         # keeping; runs started through the runs API have one.
         live = registry.start_agent(entry.obj, entry.id, data, session=key if registry.sessions else None,
-                                    persist=persist, stream=stream, listen=True, events=False)
+                                    persist=persist, stream=stream, listen=True, events=False,
+                                    resumable=True)
     except RegistryClosed:
         return error(503, "the server is shutting down", "server_error", "shutting_down",
                      headers={"Retry-After": "5"})

@@ -2,8 +2,9 @@
 
 Input contract (the agent's): JSON data with `messages` is the conversation; otherwise preset messages
 plus the data as the user message. Metadata read: `stream` ("true" = stream frames on Stream),
-`sessionKey` + `loadHistory` (conversation history), `session_model` (another model on the same
-endpoint), `session_extra_fields` (a JSON object merged over params.extraFields)."""
+`sessionKey` + `loadHistory` (conversation history; `sessionScope=node`: this node's own),
+`session_model` (another model on the same endpoint), `session_extra_fields` (a JSON object merged over
+params.extraFields)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import orjson
 
 from ...types import Message
 from ..msg import FAILURE, JSON, SUCCESS, RuleMsg
-from ..sessions import MemorySessionStore, SessionStore
+from ..sessions import MemorySessionStore, SessionStore, node_session_key, unsent_part
 from .base import Component, NodeConfig, register
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ class AgentNode(Component):
             msg.data = text
             ctx.tell_failure(msg, text)
             return
-        key = meta.get("sessionKey")
+        key = self._session_key(meta)
         if key:  # what this run added to the conversation (the loaded history is already stored)
             new = [m for m in result.messages if m.role != "system"][n_history:]
             if new:
@@ -174,9 +175,15 @@ class AgentNode(Component):
             out.metadata["full_content"] = "true"
         ctx.tell_next(out, SUCCESS)
 
+    def _session_key(self, meta: dict[str, str]) -> str | None:
+        key = meta.get("sessionKey")
+        if key and meta.get("sessionScope") == "node":
+            return node_session_key(key, self.chain.id, self.node_id)
+        return key or None
+
     async def _with_history(self, msg: RuleMsg, data: Any) -> tuple[Any, int]:
         """The input with the stored conversation in front (loadHistory == "true"), and its length."""
-        key = msg.metadata.get("sessionKey")
+        key = self._session_key(msg.metadata)
         if not key or msg.metadata.get("loadHistory") != "true":
             return data, 0
         history = await _session_store(self.chain.engine).history(key)
@@ -188,7 +195,7 @@ class AgentNode(Component):
             new = list(data["messages"])
             system = [m for m in new if isinstance(m, dict) and m.get("role") == "system"]
             rest = [m for m in new if not (isinstance(m, dict) and m.get("role") == "system")]
-            return {**data, "messages": system + old + rest}, len(old)
+            return {**data, "messages": system + old + unsent_part(history, rest)}, len(old)
         return {"messages": [*old, {"role": "user", "content": data}]}, len(old)
 
     async def _stream(self, ctx: NodeContext, msg: RuleMsg, agent: Agent, data: Any, model: str) -> Any:
