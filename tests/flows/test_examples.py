@@ -36,3 +36,13 @@ def test_support_chat_example_runs() -> None:
                    "[support] Is there anything else I can help you with, Ann?", "-> node=survey",
                    "[bye] Thank you, Ann (you rated us 5/5).", "-> node=None ended=True"]:
         assert needle in proc_stdout, proc_stdout
+
+
+def test_durable_chat_example_runs() -> None:
+    out = run_example("durable_chat.py")
+    for needle in ["  event node @ support\n  event output @ support\n  event message @ support",
+                   "  event turn_end @ support", "[handover] I have passed this to a colleague",
+                   "> It just arrived!\n  [support] Great, enjoy your shoes!",
+                   "  -> node=survey ended=False", "[bye] Thank you, Ann (you rated us 5/5).",
+                   "  -> node=None ended=True"]:
+        assert needle in out, out
