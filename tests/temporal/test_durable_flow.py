@@ -10,13 +10,22 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from chainreact.durable import AgentHost, DevServer, DurableFlow, DurableRunError, FlowHost, durable_worker
+from chainreact.durable import (
+    AgentHost,
+    DevServer,
+    DurableFlow,
+    DurableOptions,
+    DurableRunError,
+    FlowHost,
+    durable_worker,
+)
 from chainreact.durable.flow_workflow import FlowTurnWorkflow
 from chainreact.durable.worker import PASSTHROUGH
 from chainreact.flows import Flow
@@ -176,6 +185,63 @@ async def test_a_failing_turn_fails_with_the_flows_error_and_moves_nothing(tempo
         llm.assert_all_consumed()
 
 
+def triage_flow(url: str) -> dict[str, Any]:
+    """Two agent nodes in one turn: `triage` goes on (finish: false) to `answer`."""
+    llm = {"url": url}
+    return {"id": "triage", "nodes": [
+        {"name": "triage", "type": "aiagent", "llmConfig": llm, "userMessage": "Triage: {{userInput}}",
+         "output": {"schema": ANSWER}, "agentOutcomes": [{"condition": "true", "finish": False,
+                                                          "transition": {"targetId": "answer"}}]},
+        {"name": "answer", "type": "aiagent", "llmConfig": llm, "userMessage": "Answer: {{userInput}}",
+         "output": {"schema": ANSWER}}]}
+
+
+def _env() -> dict[str, str]:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINREACT_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    return env
+
+
+async def test_worker_killed_in_the_middle_of_a_turn(temporal_server: DevServer, temporal_client: Any,
+                                                     task_queue: str, tmp_path: Path,
+                                                     worker_processes: Any) -> None:
+    """The worker dies while the turn's second agent node waits for its model: another worker finishes the
+    turn; the first node, completed, does not run again; the node in flight runs again (at least once)."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        last = body["messages"][-1]["content"]
+        if last.startswith("Triage:"):
+            return reply("billing")
+        return {**reply("Your refund is on its way."), "delay": 2.0}
+
+    state = f"sqlite:///{tmp_path}/s.db"
+    args = ["--temporal", temporal_server.address, "--task-queue", task_queue, "--state", state]
+    with FakeLLM(respond) as llm:
+        doc = tmp_path / "triage.json"
+        doc.write_text(json.dumps(triage_flow(llm.url)))
+        first = worker_processes([str(doc), *args], name="first", env=_env())
+        durable = DurableFlow("triage", client=temporal_client, task_queue=task_queue,
+                              options=DurableOptions(heartbeat_timeout=2.0))
+        turn = await durable.start("s1", "where is my refund?")
+        deadline = time.monotonic() + 30
+        while len(llm.chat_requests) < 2:
+            assert time.monotonic() < deadline, "the turn did not reach its second node"
+            await asyncio.sleep(0.02)
+        first.kill9()
+        worker_processes([str(doc), *args], name="second", env=_env())
+        result = await asyncio.wait_for(turn.result(), 60)
+        asked = [r.messages[-1]["content"] for r in llm.chat_requests]
+    assert [(m.node, m.content) for m in result.messages] == [("triage", "billing"),
+                                                               ("answer", "Your refund is on its way.")]
+    assert (result.node, result.ended) == ("answer", False)
+    assert asked.count("Triage: where is my refund?") == 1  # completed: in the history, never again
+    assert asked.count("Answer: where is my refund?") == 2  # in flight when the worker died: again
+    async with await open_store(state) as store:
+        rec = await store.get_run("flow:triage:s1")
+        assert rec is not None and rec.version == 1 and rec.snapshot["node"] == "answer"
+
+
 def _cli(*args: str, env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, "-m", "chainreact", *args], capture_output=True, text=True,
                           env=env, timeout=120)
@@ -185,9 +251,7 @@ def _cli(*args: str, env: dict[str, str]) -> dict[str, Any]:
 
 def test_worker_restarted_between_turns_of_cli_flow_sends(temporal_server: DevServer, task_queue: str,
                                                           tmp_path: Path, worker_processes: Any) -> None:
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINREACT_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    env = _env()
     state = f"sqlite:///{tmp_path}/s.db"
     with FakeLLM([reply("Sorry, I will check order 42."), reply("Glad it arrived.", resolved=True)]) as llm:
         doc = tmp_path / "desk.json"
