@@ -61,6 +61,18 @@ def clerk_flow(url: str, api: Any) -> dict[str, Any]:
         {"name": "bye", "type": "end", "message": "Bye!"}]}
 
 
+def test_the_document_a_turn_routes_with_is_the_workers() -> None:
+    """The load activity hands the workflow the document as JSON; parsed again, it is the same flow."""
+    from chainreact.flows.model import FlowDef
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "flows"
+    paths = sorted(examples.glob("*.json"))
+    assert len(paths) >= 2
+    for path in paths:
+        definition = Flow.load(path).definition
+        assert FlowDef.model_validate(definition.model_dump(mode="json", by_alias=True)) == definition, path
+
+
 def texts(request: Any) -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for m in request.messages if m["role"] in ("user", "assistant")]
 

@@ -88,7 +88,7 @@ class FlowActivities:
     async def load(self, req: JSON) -> JSON:
         flow = self.host.flow(req["flow"])
         rec = await (await flow.store()).get_run(flow.session_key(req["session"]))
-        return {"document": flow.definition.model_dump(mode="json", by_alias=True, exclude_none=True),
+        return {"document": flow.definition.model_dump(mode="json", by_alias=True),
                 "snapshot": rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else None,
                 "version": rec.version if rec is not None else 0}
 
