@@ -75,6 +75,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "is kept", file=sys.stderr)
     extras.update({k: v for k, v in (("runs_ttl", args.runs_ttl), ("runs_max", args.runs_max))
                    if v is not None})
+    if args.temporal:
+        if not state:
+            raise UsageError("serve --temporal needs --state URL: the workers write the runs' events there "
+                             "(start them with the same --state)")
+        extras.update(temporal=args.temporal, task_queue=args.task_queue, namespace=args.namespace,
+                      heartbeat_timeout=args.heartbeat_timeout)
+        print(f"agent runs: Temporal at {args.temporal}, task queue {args.task_queue!r} (chainreact worker)",
+              file=sys.stderr)
     app = create_app(catalog, keys=keys, body_limit=args.body_limit, state=state, grace=args.grace,
                      body_timeout=args.body_timeout, rate_limit=args.rate_limit,
                      cors_origins=args.cors_origin or [], access_log=args.access_log, watch=watch, **extras)
@@ -173,6 +181,15 @@ def register(add: AddCommand) -> None:
     p.add_argument("--forwarded-allow-ips", metavar="IPS",
                    help="trust X-Forwarded-For/-Proto from these proxy addresses (comma-separated, "
                         "'*' = any; default: 127.0.0.1, or $FORWARDED_ALLOW_IPS)")
+    p.add_argument("--temporal", metavar="ADDRESS",
+                   help="run agents durably on Temporal workers at this host:port (`chainreact worker`, same "
+                        "--state; see docs/durable.md)")
+    p.add_argument("--task-queue", default="chainreact", metavar="QUEUE",
+                   help="the workers' task queue, with --temporal (default 'chainreact')")
+    p.add_argument("--namespace", default="default", help="Temporal namespace, with --temporal")
+    p.add_argument("--heartbeat-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="with --temporal: how soon a model/tool call of a lost worker is retried on another "
+                        "(default 30)")
     p.add_argument("--hash-key", metavar="KEY", help="print the SHA-256 of KEY for a keys file, and exit")
     p.add_argument("--users", help="users for POST /api/v1/login (a file with a users: section; default: the "
                                    "keys file's users: section)")

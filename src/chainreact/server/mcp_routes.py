@@ -106,7 +106,7 @@ def routes(ctx: ServerContext) -> list[BaseRoute]:
             if key is not None and not key.allows("execute", entry.id):
                 raise ToolFailure(f"this API key may not execute {entry.id!r}")
             if entry.kind == "agent":
-                text, data = await _call_agent(entry, args), None
+                text, data = await _call_agent(ctx, entry, args), None
             elif entry.kind == "chain":
                 text, data = await _call_chain(ctx, entry, args)
             else:
@@ -151,11 +151,15 @@ class _Guard:
         await self.app(scope, receive, send)
 
 
-async def _call_agent(entry: Entry, args: dict[str, Any]) -> str:
+async def _call_agent(ctx: ServerContext, entry: Entry, args: dict[str, Any]) -> str:
     text = args.get("input")
     if not isinstance(text, str):
         raise ToolFailure("'input' must be a string: the user message for the agent")
-    result = await entry.obj.run(text)
+    dispatch = ctx.extras.get("dispatch")  # `serve --temporal`: a workflow on the workers
+    if dispatch is not None and dispatch.serves("agent", entry.id):
+        result = await dispatch.run("agent", entry.obj, text)
+    else:
+        result = await entry.obj.run(text)
     if result.interruption is not None:
         asks = "; ".join(q.question or q.kind for q in result.interruption.questions)
         raise ToolFailure(f"the agent stopped to ask: {asks}; it cannot ask questions over MCP, give it what "

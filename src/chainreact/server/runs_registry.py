@@ -28,9 +28,12 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..types import Event
+
+if TYPE_CHECKING:
+    from .durable_dispatch import RunDispatcher
 
 log = logging.getLogger("chainreact.server.runs")
 
@@ -146,6 +149,8 @@ class RunRegistry:
         self.live: dict[str, LiveRun] = {}
         self.closing = False
         self.shutdown_started: float | None = None
+        # Runs handed elsewhere instead of run in process (`serve --temporal`: server/durable_dispatch.py).
+        self.dispatcher: RunDispatcher | None = None
 
     # ------------------------------------------------------------------ starting
 
@@ -160,6 +165,9 @@ class RunRegistry:
 
         if self.closing:
             raise RegistryClosed
+        if self.dispatcher is not None and self.dispatcher.serves("agent", target):
+            return self.dispatcher.start(self, "agent", target, agent, data, session=session,
+                                         detached=detached, stream=stream, listen=listen)
         ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) \
             if persist or resumable else None
         handle = agent.start(data, stream=stream,
@@ -175,6 +183,9 @@ class RunRegistry:
 
         if self.closing:
             raise RegistryClosed
+        if self.dispatcher is not None and self.dispatcher.serves("chain", chain_id):
+            return self.dispatcher.start(self, "chain", chain_id, engine, body, session=None,
+                                         detached=detached, stream=True, listen=False)
         handle = ChainRun(engine, chain_id, body)
         live = LiveRun(handle.run_id, chain_id, None, detached, True, handle, kind="chain")
         return self._launch(live, functools.partial(self._save_chain_end, live), False)
@@ -192,11 +203,18 @@ class RunRegistry:
             raise RunConflictError(f"run {run_id!r} is running in this server: cancel it or wait for it")
         self.stopped.pop(run_id, None)  # running again: not pruned while it runs
         before = await self.store.get_run(run_id)
+        if self.dispatcher is not None and before is not None and self.dispatcher.owns(before):
+            return await self.dispatcher.resume(self, before, target, agent, answers, detached=detached)
         resume, ckpt = await claim_resume(agent, self.store, run_id, answers)
         handle = agent.start(resume=resume, checkpoint=ckpt, stream=True)
         live = LiveRun(run_id, target, ckpt.session, detached, True, handle,
                        last_id=before.last_event_id if before is not None else 0)
         return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), False)
+
+    def launch(self, live: LiveRun, save_end: SaveEnd, listen: bool = False) -> LiveRun:
+        """Drive a run made elsewhere (a dispatcher's) like the registry's own: registered, its events to
+        its listeners, `save_end(result, error)` at its end."""
+        return self._launch(live, save_end, listen)
 
     def _launch(self, live: LiveRun, save_end: SaveEnd, listen: bool) -> LiveRun:
         if listen:
@@ -379,6 +397,8 @@ class RunRegistry:
         }
         if status in ("done", "cancelled") and "content" in extra:
             out["result"] = {"content": extra.get("content"), "stop_reason": extra.get("stop_reason")}
+        if self.dispatcher is not None and rec is not None and self.dispatcher.owns(rec):
+            out = await self.dispatcher.amend_view(out, rec, live)
         return out
 
     # ------------------------------------------------------------------ shutdown

@@ -11,8 +11,9 @@
 
 Extras read from ServerContext.extras: `state` (a store URL; None: a private in-memory SQLite store, whose
 stopped runs are pruned, and there are no sessions), `runs_ttl` and `runs_max` (that pruning: seconds a
-stopped run is kept, and how many at most; runs_registry.Pruning) and `grace` (seconds in-flight runs get
-at shutdown). This module puts the RunRegistry at `extras["runs"]` (the chat routes run agents through it).
+stopped run is kept, and how many at most; runs_registry.Pruning), `grace` (seconds in-flight runs get
+at shutdown) and `temporal` (an address: agent runs go to Temporal workers, server/durable_dispatch.py).
+This module puts the RunRegistry at `extras["runs"]` (the chat routes run agents through it).
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ def routes(ctx: ServerContext) -> list[Route]:
     registry = RunRegistry(grace=float(ctx.extras.get("grace", 30.0)), sessions=bool(url),
                            persist_chats=bool(url), prune=prune)
     ctx.extras["runs"] = registry
+    if ctx.extras.get("temporal"):  # `serve --temporal`: agent runs go to Temporal workers
+        from .durable_dispatch import install
+
+        install(ctx, registry)
 
     async def open_store() -> None:
         from ..state import open_store
@@ -246,6 +251,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                     or not math.isfinite(timeout) or timeout < 0):
             return _err(400, "'timeout' must be a non-negative number of seconds", "invalid_body")
+        if not view["live"] and view.get("durable") and view["status"] in ("running", "interrupted"):
+            return await cancel_durable(view, mode, timeout)
         if not view["live"]:
             return _err(409, f"run {view['id']!r} is not running in this server (status {view['status']})",
                         "not_running")
@@ -257,6 +264,16 @@ def routes(ctx: ServerContext) -> list[Route]:
             return _err(400, str(e), "invalid_mode")
         if live is None:  # ended meanwhile
             return _err(409, f"run {view['id']!r} already ended", "not_running")
+        return JSONResponse({"id": view["id"], "status": "cancelling", "mode": mode}, status_code=202)
+
+    async def cancel_durable(view: dict[str, Any], mode: str, timeout: float | None) -> Response:
+        # A durable run no one here follows (started by another server, or before a restart): cancel its
+        # workflow directly.
+        assert registry.dispatcher is not None
+        try:
+            await registry.dispatcher.cancel(view["id"], mode, timeout)
+        except ValueError as e:
+            return _err(400, str(e), "invalid_mode")
         return JSONResponse({"id": view["id"], "status": "cancelling", "mode": mode}, status_code=202)
 
     @ctx.guard("execute")

@@ -1,0 +1,439 @@
+"""`chainreact serve --temporal ADDRESS`: the server's agent runs dispatched to Temporal workers.
+
+The server keeps its routes, its run registry and its state store; what changes is who runs an agent.
+With a dispatcher installed (`RunRegistry.dispatcher`, also at `ServerContext.extras["dispatch"]`), the
+registry asks it `serves(kind, target)` before running anything in process, and a run it serves becomes a
+workflow on the task queue (chainreact.durable), executed by `chainreact worker` processes:
+
+    start (runs API, chat completions)   DurableAgent.start(...); the record names its catalog target
+    events (SSE, chat streaming)         read from the state store's event log, where the workers write
+                                         them (workers and server share `--state`); followers are woken
+                                         as new events arrive
+    cancel (three modes)                 DurableRun.cancel: workflow cancellation or the `cancel` signal;
+                                         also for runs this process is not following (another server
+                                         started them, or this one restarted)
+    resume of an interrupted run         the workflow's `answer` update (checked there first)
+    GET /api/v1/runs/{id}                the store's record; while it says running and no one here
+                                         follows the run, the workflow's own status (describe)
+    MCP tool calls                       DurableAgent.run
+
+A durable run is not this process's to lose: at shutdown (after the grace period) and when a client goes
+away during it, the server stops following such runs instead of cancelling them; they end in the workers.
+
+The hook for other kinds (rule chains and flows made durable): a dispatcher whose `serves("chain", id)` is
+true gets `start(registry, "chain", ...)` from `RunRegistry.start_chain`, returns a LiveRun launched with
+`registry.launch`, and marks its stored runs so that `owns(record)` recognises them (the protocol below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+import secrets
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+from ..errors import ConfigError
+from ..types import (
+    Cancelled,
+    ErrorEvent,
+    Event,
+    Final,
+    Interrupted,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+)
+from .runs_registry import LiveRun, RunRegistry
+
+log = logging.getLogger("chainreact.server.durable")
+
+STOP_EVENTS = ("final", "error", "cancelled", "interrupted")
+FORMAT = "temporal"  # the `format` of the run records of durable runs (the workers write the same)
+POLL_MIN, POLL_MAX = 0.02, 0.2  # seconds between reads of the event log: fast while events come
+SETTLE = 10.0  # seconds to wait for an interrupt's events, which the workers write just after it
+DESCRIBE_TIMEOUT = 5.0
+DEFAULT_QUEUE = "chainreact"  # as `chainreact worker`'s default
+
+
+class RunDispatcher(Protocol):
+    """Runs the registry hands elsewhere (TemporalDispatcher: agents as workflows)."""
+
+    def serves(self, kind: str, target: str) -> bool:
+        """Whether a run of this `kind` (agent, chain) and catalog id is dispatched."""
+
+    def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
+              session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
+        """Start it and return the LiveRun (made with `registry.launch`), at once: the work is in its task."""
+
+    def owns(self, record: Any) -> bool:
+        """Whether a stored run record (state store) is one of this dispatcher's runs."""
+
+    async def resume(self, registry: RunRegistry, record: Any, target: str, obj: Any,
+                     answers: dict[str, Any], *, detached: bool) -> LiveRun:
+        """Answer an interrupted run of ours and follow it again; StateError for refused answers."""
+
+    async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
+        """Cancel a run of ours that this process is not following (ValueError: unknown mode)."""
+
+    async def amend_view(self, view: dict[str, Any], record: Any, live: LiveRun | None) -> dict[str, Any]:
+        """GET /api/v1/runs/{id} for a run of ours: status and result where the record lacks them."""
+
+    async def run(self, kind: str, obj: Any, data: Any) -> Any:
+        """Run to the end (MCP tool calls): the RunResult."""
+
+
+class LeftRunning(Exception):
+    """The server stopped following a durable run (shutting down); the run goes on in the workers."""
+
+
+def install(ctx: Any, registry: RunRegistry) -> TemporalDispatcher | None:
+    """Install the Temporal dispatcher when the app was made with `temporal=ADDRESS` (extras: `temporal`,
+    `task_queue`, `namespace`, `heartbeat_timeout`, and `state`, which it needs)."""
+    address = ctx.extras.get("temporal")
+    if not address:
+        return None
+    state = ctx.extras.get("state")
+    if not state or ":memory:" in str(state):
+        raise ConfigError("--temporal needs --state URL: the workers write the runs' events to that store "
+                          "and the server reads them there (give the workers the same --state)")
+    d = TemporalDispatcher(ctx.catalog, str(address), str(ctx.extras.get("task_queue") or DEFAULT_QUEUE),
+                           namespace=str(ctx.extras.get("namespace") or "default"), spawn=ctx.spawn,
+                           heartbeat_timeout=ctx.extras.get("heartbeat_timeout"))
+    d.registry = registry
+    registry.dispatcher = d
+    ctx.extras["dispatch"] = d
+
+    ctx.on_startup.append(d.connect)
+    return d
+
+
+def new_run_id(name: str) -> str:
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}-{secrets.token_hex(8)}"
+
+
+class TemporalDispatcher:
+    """Agent runs as workflows on `task_queue` at `address` (see the module doc)."""
+
+    kinds = frozenset({"agent"})
+
+    def __init__(self, catalog: Any, address: str, task_queue: str, *, namespace: str = "default",
+                 spawn: Callable[[Any], Any] | None = None, heartbeat_timeout: float | None = None):
+        self.catalog = catalog
+        self.heartbeat_timeout = heartbeat_timeout
+        self.address = address
+        self.task_queue = task_queue
+        self.namespace = namespace
+        self.client: Any = None
+        self.registry: RunRegistry | None = None
+        self.spawn = spawn or asyncio.ensure_future
+
+    async def connect(self) -> None:
+        from ..durable import connect
+
+        try:
+            self.client = await connect(self.address, namespace=self.namespace)
+        except Exception as e:
+            raise ConfigError(f"--temporal {self.address}: cannot reach the Temporal server ({e})") from e
+
+    def agent(self, name: str) -> Any:
+        from ..durable import DurableAgent, DurableOptions
+
+        options = DurableOptions() if self.heartbeat_timeout is None else \
+            DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
+        return DurableAgent(name, client=self.client, task_queue=self.task_queue, namespace=self.namespace,
+                            options=options)
+
+    @property
+    def store(self) -> Any:
+        """The registry's state store (opened at startup), which the workers write to."""
+        return self.registry.store if self.registry is not None else None
+
+    @property
+    def closing(self) -> bool:
+        return self.registry is not None and self.registry.closing
+
+    # -- the protocol ---------------------------------------------------------------------------------
+
+    def serves(self, kind: str, target: str) -> bool:
+        return kind in self.kinds
+
+    def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
+              session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
+        name = obj.name
+        run_id = new_run_id(name)
+        handle = DurableAgentRun(self, name, run_id, new={"input": data, "stream": stream, "target": target,
+                                                          "session": session})
+        live = LiveRun(run_id, target, session, detached, True, handle, log_events=False)
+        handle.on_events = functools.partial(_seen, live)
+        return registry.launch(live, functools.partial(self._save_end, live, handle), listen)
+
+    def owns(self, record: Any) -> bool:
+        snap = record.snapshot
+        return isinstance(snap, dict) and snap.get("format") == FORMAT
+
+    async def resume(self, registry: RunRegistry, record: Any, target: str, obj: Any,
+                     answers: dict[str, Any], *, detached: bool) -> LiveRun:
+        from ..durable import DurableRunError
+        from ..state import StateError
+
+        run = await self.agent(obj.name).get(record.run_id)
+        try:
+            await run.answer(answers)
+        except DurableRunError as e:  # refused by the workflow: nothing changed
+            raise StateError(str(e)) from None
+        # Running again (the workers' next status write follows; _save_end settles it at the end).
+        await self.store.save_run(record.run_id, record.snapshot, status="running")
+        handle = DurableAgentRun(self, obj.name, record.run_id, after=record.last_event_id)
+        live = LiveRun(record.run_id, target, record.session, detached, True, handle, log_events=False,
+                       last_id=record.last_event_id)
+        handle.on_events = functools.partial(_seen, live)
+        return registry.launch(live, functools.partial(self._save_end, live, handle), False)
+
+    async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
+        from ..agent.cancel import CancelMode
+
+        CancelMode.parse(mode)  # ValueError before anything is sent
+        run = await self.agent("").get(run_id)
+        await run.cancel(mode, timeout=timeout)
+
+    async def amend_view(self, view: dict[str, Any], record: Any, live: LiveRun | None) -> dict[str, Any]:
+        snap = record.snapshot if isinstance(record.snapshot, dict) else {}
+        view["durable"] = True
+        if view.get("target") is None:  # the workers' records name the agent, not its catalog id
+            view["target"] = view["agent"] = self._target_of(record.agent)
+        if live is None and view["status"] == "running":
+            view["status"] = await self._workflow_status(record.run_id, view)
+        result = snap.get("result") or {}
+        if view["status"] in ("done", "cancelled") and result:
+            view["result"] = {"content": result.get("content"), "stop_reason": result.get("stop_reason")}
+        if view["status"] == "interrupted" and (result.get("interruption") or {}).get("questions"):
+            view["questions"] = result["interruption"]["questions"]
+        return view
+
+    async def run(self, kind: str, obj: Any, data: Any) -> Any:
+        return await self.agent(obj.name).run(data)
+
+    # -- helpers --------------------------------------------------------------------------------------
+
+    def _target_of(self, agent_name: str | None) -> str | None:
+        for entry in self.catalog.entries.values():
+            if entry.kind == "agent" and getattr(entry.obj, "name", None) == agent_name:
+                return str(entry.id)
+        return agent_name
+
+    async def _workflow_status(self, run_id: str, view: dict[str, Any]) -> str:
+        """The workflow's status, for a run the store still calls running and nobody here follows."""
+        from temporalio.client import WorkflowExecutionStatus as S
+
+        try:
+            async with asyncio.timeout(DESCRIBE_TIMEOUT):
+                desc = await self.client.get_workflow_handle(run_id).describe()
+        except Exception as e:  # Temporal unreachable, or no such workflow: the store's word stands
+            log.warning("run %s: cannot ask Temporal for its status: %s", run_id, e)
+            return "running"
+        status = {S.RUNNING: "running", S.COMPLETED: "done", S.CANCELED: "cancelled",
+                  S.CONTINUED_AS_NEW: "running"}.get(desc.status, "failed")
+        if status == "failed" and not view.get("error"):
+            view["error"] = f"the workflow ended {desc.status.name.lower()}" if desc.status else None
+        return status
+
+    async def _save_end(self, live: LiveRun, handle: DurableAgentRun, result: Any,
+                        error: BaseException | None) -> None:
+        """The run's end as this server saw it. The workers have written the status already when they log
+        events; this settles what they could not: no store on their side, an interrupt whose status write
+        is still on its way, a failure before the run's loop started (then also an `error` event)."""
+        from ..durable.codec import result_to_dict
+
+        if isinstance(error, LeftRunning):
+            return
+        base: dict[str, Any] = {"format": FORMAT, "workflow_id": live.run_id}
+        if result is not None:
+            status = {"cancelled": "cancelled", "interrupted": "interrupted"}.get(result.stop_reason, "done")
+            rec = await self.store.get_run(live.run_id)
+            if rec is None or rec.status != status:
+                await self.store.save_run(live.run_id, {**base, "result": result_to_dict(result)},
+                                          status=status, agent=handle.name)
+            return
+        text = str(error) or type(error).__name__
+        if handle.stop is None:
+            err = ErrorEvent(run_id=live.run_id, agent=handle.name, path=(handle.name,), error=text,
+                             error_type=getattr(error, "error_type", "") or type(error).__name__)
+            await self.store.append_events(live.run_id, [(err.type, err.to_dict())])
+        await self.store.save_run(live.run_id, {**base, "extra": {"target": live.target, "kind": "agent",
+                                                                  "error": text}},
+                                  status="failed", agent=handle.name)
+
+
+def _seen(live: LiveRun, last_id: int) -> None:
+    live.last_id = max(live.last_id, last_id)
+    live.notify()
+
+
+class DurableAgentRun:
+    """A durable run in the shape the registry drives (chainreact.agent.AgentRun's): iterate for its events,
+    `result()`, `cancel(mode, timeout=)`. The events come from the state store's log, where the workers
+    write them; `new` starts the workflow (after saving the run's record), else an existing run is followed
+    from event id `after`."""
+
+    def __init__(self, dispatcher: TemporalDispatcher, name: str, run_id: str, *,
+                 new: dict[str, Any] | None = None, after: int = 0):
+        self.d = dispatcher
+        self.name = name
+        self.run_id = run_id
+        self.new = new
+        self.after = after
+        self.stop: str | None = None  # the stop event's type, once seen
+        self.on_events: Callable[[int], None] | None = None  # new events are in the log, up to this id
+        self._run: Any = None
+        self._ready = asyncio.Event()
+        self._leave = asyncio.Event()
+        self._outcome: asyncio.Task[Any] | None = None
+
+    async def _begin(self) -> Any:
+        try:
+            if self.new is not None:
+                n = self.new
+                extra = {"target": n["target"], "kind": "agent"}
+                await self.d.store.save_run(self.run_id, {"format": FORMAT, "workflow_id": self.run_id,
+                                                          "extra": extra},
+                                            status="running", agent=self.name, session=n["session"])
+                self._run = await self.d.agent(self.name).start(n["input"], stream=n["stream"],
+                                                                run_id=self.run_id)
+            else:
+                self._run = await self.d.agent(self.name).get(self.run_id)
+        finally:
+            self._ready.set()
+        return self._run
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        run = await self._begin()
+        outcome = self._outcome = asyncio.ensure_future(run.result())
+        leave = asyncio.ensure_future(self._leave.wait())
+        store, after, poll, settled, waited = self.d.store, self.after, POLL_MIN, False, 0.0
+        try:
+            while not self._leave.is_set():
+                batch = await store.events(self.run_id, after=after, limit=500)
+                for rec in batch:
+                    after = rec.id
+                    ev = event_from_dict(rec.data) if isinstance(rec.data, dict) else None
+                    if ev is not None:
+                        yield ev
+                    if rec.type in STOP_EVENTS:
+                        self.stop = rec.type
+                if batch:
+                    if self.on_events is not None:
+                        self.on_events(after)
+                    if self.stop is not None:
+                        return
+                    poll = POLL_MIN
+                    continue
+                if outcome.done():
+                    # The workflow's outcome is known. The workers wrote its last events before a run's
+                    # end, but an interrupt's just after it: wait for those when the workers log at all.
+                    if not settled and _interrupted(outcome) and after > self.after and waited < SETTLE:
+                        await asyncio.sleep(POLL_MIN)
+                        waited += POLL_MIN
+                        continue
+                    if settled:
+                        break
+                    settled = True  # one more read, then the events are complete
+                    continue
+                await asyncio.wait((outcome, leave), timeout=poll)
+                poll = min(poll * 2, POLL_MAX)
+        finally:
+            leave.cancel()
+        if self._leave.is_set():
+            outcome.cancel()
+            return
+        # No stop event in the log (workers without the store, or a failure before the loop started): the
+        # end comes from the workflow's result; it goes to the log too, for the runs API's followers.
+        if outcome.exception() is None:
+            last = closing_event(outcome.result(), self.run_id, self.name)
+            self.stop = last.type
+            ids = await store.append_events(self.run_id, [(last.type, last.to_dict())])
+            if self.on_events is not None:
+                self.on_events(ids[-1])
+            yield last
+
+    async def result(self) -> Any:
+        if self._leave.is_set():
+            raise LeftRunning(f"run {self.run_id}: left to the workers (the server is shutting down)")
+        assert self._outcome is not None, "iterate the run first"
+        return await self._outcome
+
+    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
+        from ..agent.cancel import CancelMode
+
+        m = CancelMode.parse(mode)  # unknown modes: ValueError, before anything is sent
+        if self.d.closing and m & CancelMode.IMMEDIATE:
+            self._leave.set()  # shutdown: the workers finish the run, this server stops following it
+            return
+        self.d.spawn(self._cancel(str(mode), timeout))
+
+    async def _cancel(self, mode: str, timeout: float | None) -> None:
+        await self._ready.wait()
+        if self._run is None:
+            return
+        try:
+            await self._run.cancel(mode, timeout=timeout)
+        except Exception:
+            log.exception("run %s: cancel (%s) failed", self.run_id, mode)
+
+
+def _interrupted(outcome: asyncio.Task[Any]) -> bool:
+    return outcome.exception() is None and getattr(outcome.result(), "stop_reason", "") == "interrupted"
+
+
+def closing_event(result: Any, run_id: str, agent: str) -> Event:
+    """The last event of a run, from its RunResult (when the workers logged none)."""
+    from ..durable.codec import question_to_dict
+
+    common: dict[str, Any] = {"run_id": run_id, "agent": agent, "step": result.steps, "path": (agent,)}
+    if result.stop_reason == "cancelled":
+        return Cancelled(**common, mode="immediate", messages=list(result.messages))
+    if result.stop_reason == "interrupted" and result.interruption is not None:
+        return Interrupted(**common, questions=[question_to_dict(q) for q in result.interruption.questions],
+                           pending=list(result.interruption.pending))
+    return Final(**common, content=result.content, usage=result.usage, stop_reason=result.stop_reason,
+                 reasoning=result.reasoning)
+
+
+def event_from_dict(d: dict[str, Any]) -> Event | None:
+    """An event of the log as the typed event the chat routes turn into frames (None: an event those routes
+    do not show; the runs API's SSE serves the log as it is)."""
+    kind = d.get("type")
+    common: dict[str, Any] = {"run_id": str(d.get("run_id", "")), "agent": str(d.get("agent", "")),
+                              "step": int(d.get("step") or 0), "seq": int(d.get("seq") or 0),
+                              "path": tuple(d.get("path") or ())}
+    if kind == "text_delta":
+        return TextDelta(**common, text=str(d.get("text", "")))
+    if kind == "reasoning_delta":
+        return ReasoningDelta(**common, text=str(d.get("text", "")))
+    if kind == "tool_call":
+        call = d.get("call") or {}
+        fn = call.get("function") or {}
+        return ToolCallEvent(**common, call=ToolCall(str(call.get("id", "")), str(fn.get("name", "")),
+                                                     str(fn.get("arguments", ""))))
+    if kind == "tool_result":
+        return ToolResultEvent(**common, call_id=str(d.get("call_id", "")), name=str(d.get("name", "")),
+                               content=str(d.get("content", "")), is_error=bool(d.get("is_error")),
+                               duration_ms=float(d.get("duration_ms") or 0.0))
+    if kind == "final":
+        u = d.get("usage") or {}
+        usage = Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)),
+                      int(u.get("total_tokens", 0)), int(u.get("cached_tokens", 0)))
+        return Final(**common, content=str(d.get("content") or ""), usage=usage,
+                     stop_reason=str(d.get("stop_reason") or "stop"), reasoning=d.get("reasoning"))
+    if kind == "cancelled":
+        return Cancelled(**common, mode=str(d.get("mode") or "immediate"))
+    if kind == "interrupted":
+        return Interrupted(**common, questions=list(d.get("questions") or []))
+    if kind == "error":
+        return ErrorEvent(**common, error=str(d.get("error", "")), error_type=str(d.get("error_type", "")))
+    return None
