@@ -17,12 +17,14 @@ workflow on the task queue (chainreact.durable), executed by `chainreact worker`
                                          follows the run, the workflow's own status (describe)
     MCP tool calls                       DurableAgent.run
 
-A durable run is not this process's to lose: at shutdown (after the grace period) and when a client goes
-away during it, the server stops following such runs instead of cancelling them; they end in the workers.
+A durable run is not this process's to lose: once shutdown has begun (after the grace period, and for
+clients that go away meanwhile) the server stops following such runs instead of cancelling them; they end
+in the workers. Outside shutdown, a client leaving a run it owns cancels it, as in process.
 
 The hook for other kinds (rule chains and flows made durable): a dispatcher whose `serves("chain", id)` is
 true gets `start(registry, "chain", ...)` from `RunRegistry.start_chain`, returns a LiveRun launched with
-`registry.launch`, and marks its stored runs so that `owns(record)` recognises them (the protocol below).
+`registry.launch`, and marks its stored runs so that `owns(record)` recognises them (the protocol:
+runs_registry.RunDispatcher).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import logging
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import ConfigError
 from ..types import (
@@ -59,33 +61,6 @@ POLL_MIN, POLL_MAX = 0.02, 0.2  # seconds between reads of the event log: fast w
 SETTLE = 10.0  # seconds to wait for an interrupt's events, which the workers write just after it
 DESCRIBE_TIMEOUT = 5.0
 DEFAULT_QUEUE = "chainreact"  # as `chainreact worker`'s default
-
-
-class RunDispatcher(Protocol):
-    """Runs the registry hands elsewhere (TemporalDispatcher: agents as workflows)."""
-
-    def serves(self, kind: str, target: str) -> bool:
-        """Whether a run of this `kind` (agent, chain) and catalog id is dispatched."""
-
-    def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
-              session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
-        """Start it and return the LiveRun (made with `registry.launch`), at once: the work is in its task."""
-
-    def owns(self, record: Any) -> bool:
-        """Whether a stored run record (state store) is one of this dispatcher's runs."""
-
-    async def resume(self, registry: RunRegistry, record: Any, target: str, obj: Any,
-                     answers: dict[str, Any], *, detached: bool) -> LiveRun:
-        """Answer an interrupted run of ours and follow it again; StateError for refused answers."""
-
-    async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
-        """Cancel a run of ours that this process is not following (ValueError: unknown mode)."""
-
-    async def amend_view(self, view: dict[str, Any], record: Any, live: LiveRun | None) -> dict[str, Any]:
-        """GET /api/v1/runs/{id} for a run of ours: status and result where the record lacks them."""
-
-    async def run(self, kind: str, obj: Any, data: Any) -> Any:
-        """Run to the end (MCP tool calls): the RunResult."""
 
 
 class LeftRunning(Exception):

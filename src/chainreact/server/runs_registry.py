@@ -28,12 +28,9 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..types import Event
-
-if TYPE_CHECKING:
-    from .durable_dispatch import RunDispatcher
 
 log = logging.getLogger("chainreact.server.runs")
 
@@ -43,6 +40,34 @@ SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace per
 
 
 SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, error) -> saved
+
+
+class RunDispatcher(Protocol):
+    """Runs the registry hands elsewhere instead of running them in process (`serve --temporal`: the
+    TemporalDispatcher of server/durable_dispatch.py, for agents). Durable chains and flows plug in here."""
+
+    def serves(self, kind: str, target: str) -> bool:
+        """Whether a run of this `kind` (agent, chain) and catalog id is dispatched."""
+
+    def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
+              session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
+        """Start it and return the LiveRun (made with `registry.launch`), at once: the work is in its task."""
+
+    def owns(self, record: Any) -> bool:
+        """Whether a stored run record (state store) is one of this dispatcher's runs."""
+
+    async def resume(self, registry: RunRegistry, record: Any, target: str, obj: Any,
+                     answers: dict[str, Any], *, detached: bool) -> LiveRun:
+        """Answer an interrupted run of ours and follow it again; StateError for refused answers."""
+
+    async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
+        """Cancel a run of ours that this process is not following (ValueError: unknown mode)."""
+
+    async def amend_view(self, view: dict[str, Any], record: Any, live: LiveRun | None) -> dict[str, Any]:
+        """GET /api/v1/runs/{id} for a run of ours: status and result where the record lacks them."""
+
+    async def run(self, kind: str, obj: Any, data: Any) -> Any:
+        """Run to the end (MCP tool calls): the RunResult."""
 
 
 class RegistryClosed(Exception):
