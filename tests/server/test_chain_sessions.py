@@ -12,6 +12,8 @@ import httpx
 import openai
 import orjson
 
+from tests.server.runs_helpers import agent_doc
+
 
 def remembering_model(body: dict[str, Any]) -> dict[str, Any]:
     """A scripted model whose answer depends on what the conversation it is sent holds: it greets a name
@@ -137,3 +139,26 @@ def test_each_agent_node_of_a_chain_keeps_its_own_conversation_on_the_rulego_rou
                                     ("user", "Your name is Ann.")]
     assert by_node["You remember."][2] == [("user", "What is my name?")]
     assert by_node["Shout."][2] == [("user", "I do not know your name.")]
+
+
+def test_chain_runs_take_a_session_and_chain_sessions_do_not_mix_with_agent_sessions(
+        fake_llm: Any, serve: Any, tmp_path: Path) -> None:
+    llm = fake_llm(remembering_model)
+    agent = agent_doc(llm.url)  # system prompt "You help.": the model remembers names alike
+    srv = serve({"chat.json": one_agent_chain(llm.url), "helper.json": agent},
+                state=f"sqlite:///{tmp_path}/state.db")
+
+    def run(text: str) -> dict[str, Any]:
+        r = httpx.post(srv.url + "/api/v1/rules/chat/runs", json={"input": text, "session": "ann"},
+                       timeout=30)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    first = run("My name is Ann.")
+    assert first["status"] == "done" and first["session"] == "ann" and first["kind"] == "chain"
+    assert run("What is my name?")["result"]["content"] == "Your name is Ann."
+    # the same key on an agent is another conversation
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    assert _ask(client, "ann", "What is my name?", model="helper") == "I do not know your name."
+    bad = httpx.post(srv.url + "/api/v1/rules/chat/runs", json={"input": "x", "session": ""}, timeout=10)
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_body"

@@ -1,7 +1,8 @@
 """A rule chain run shaped like an AgentRun, so the run registry drives both the same way.
 
 The chain gets what the chat routes give it: an OpenAI chat request as message type `chat.completions`
-with metadata `stream=true` (server/frames.py `chain_frames`). Its frames become events of the run's log:
+with metadata `stream=true` (server/frames.py `chain_frames`), and with a session its metadata
+(server/sessions.py `chain_session`). Its frames become events of the run's log:
 
     run_start {input}      text_delta {text}     reasoning_delta {text}
     tool {event}           the agent node's TOOL_CALL_START / TOOL_CALL_RESULT object
@@ -37,7 +38,7 @@ class ChainResult:
     content: str
     stop_reason: str  # stop | cancelled
     usage: Usage = field(default_factory=Usage)
-    messages: list[Any] = field(default_factory=list)  # chains keep no conversation
+    messages: list[Any] = field(default_factory=list)  # a chain's agent nodes keep their own (sessions)
 
 
 class ChainRunError(Exception):
@@ -47,13 +48,14 @@ class ChainRunError(Exception):
 class ChainRun:
     """`engine.run(chain_id, ...)` in its own task: iterate for events, `cancel()`, await `result()`."""
 
-    def __init__(self, engine: Any, chain_id: str, body: dict[str, Any]):
+    def __init__(self, engine: Any, chain_id: str, body: dict[str, Any],
+                 metadata: dict[str, str] | None = None):
         self.run_id = secrets.token_hex(8)
         self._queue: asyncio.Queue[ChainEvent | None] = asyncio.Queue()
         self._result: ChainResult | None = None
         self._error: ChainRunError | None = None
         self._cancelled = False
-        self._frames = chain_frames(engine, chain_id, body, stream=True)
+        self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata)
         self._queue.put_nowait(ChainEvent("run_start", self.run_id, {"chain": chain_id, "input": body}))
         self._task = asyncio.ensure_future(self._drive())
 

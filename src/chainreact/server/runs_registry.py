@@ -200,19 +200,21 @@ class RunRegistry:
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
         return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen)
 
-    def start_chain(self, engine: Any, chain_id: str, body: dict[str, Any], *,
-                    detached: bool = False) -> LiveRun:
-        """Start rule chain `chain_id` on an OpenAI chat request `body` in the background (runs_chains.py);
-        its events are logged and its end saved like an agent run's (no checkpoints: not resumable)."""
+    def start_chain(self, engine: Any, chain_id: str, body: dict[str, Any], *, detached: bool = False,
+                    session: str | None = None, metadata: dict[str, str] | None = None) -> LiveRun:
+        """Start rule chain `chain_id` on an OpenAI chat request `body` (message `metadata`: its session)
+        in the background (runs_chains.py); its events are logged and its end saved like an agent run's
+        (no checkpoints: not resumable). Its agent nodes keep their session themselves."""
         from .runs_chains import ChainRun
 
         if self.closing:
             raise RegistryClosed
         if self.dispatcher is not None and self.dispatcher.serves("chain", chain_id):
+            # A durable chain run (serve --temporal): the runs routes refuse a session for it.
             return self.dispatcher.start(self, "chain", chain_id, engine, body, session=None,
                                          detached=detached, stream=True, listen=False)
-        handle = ChainRun(engine, chain_id, body)
-        live = LiveRun(handle.run_id, chain_id, None, detached, True, handle, kind="chain")
+        handle = ChainRun(engine, chain_id, body, metadata)
+        live = LiveRun(handle.run_id, chain_id, session, detached, True, handle, kind="chain")
         return self._launch(live, functools.partial(self._save_chain_end, live), False)
 
     async def resume_agent(self, agent: Any, target: str, run_id: str, answers: dict[str, Any], *,
@@ -263,7 +265,8 @@ class RunRegistry:
         try:
             if writer is not None:
                 await writer.close()
-            if live.session and self.sessions and result is not None and result.stop_reason != "interrupted":
+            if live.session and self.sessions and live.kind == "agent" and result is not None \
+                    and result.stop_reason != "interrupted":
                 from ..state.runs import session_messages
 
                 await self.store.append(live.session, session_messages(result.messages))
@@ -299,7 +302,7 @@ class RunRegistry:
         else:
             extra["error"] = str(error) or type(error).__name__
             status = "failed"
-        await save_snapshot(self.store, RunSnapshot(live.run_id, status, extra=extra))
+        await save_snapshot(self.store, RunSnapshot(live.run_id, status, session=live.session, extra=extra))
 
     async def _save_end(self, live: LiveRun, agent: Any, ckpt: Any, result: Any,
                         error: BaseException | None) -> None:

@@ -1,8 +1,8 @@
 """The runs API: agent runs started, followed over SSE (resumable with Last-Event-ID), cancelled, resumed.
 
     POST /api/v1/agents/{id}/runs       start: body {input | messages, session?, stream?, detached?}
-    POST /api/v1/rules/{id}/runs        a rule chain run (runs_chains.py): body {input | messages, stream?,
-                                        detached?}; cancel is immediate, no resume, no sessions
+    POST /api/v1/rules/{id}/runs        a rule chain run (runs_chains.py): body {input | messages, session?,
+                                        stream?, detached?}; cancel is immediate, no resume
     GET  /api/v1/runs/{run_id}          status, result, error, the questions of an interrupted run
     GET  /api/v1/runs/{run_id}/events   SSE of the run's stored events (`id:` lines; Last-Event-ID)
     POST /api/v1/runs/{run_id}/cancel   body {mode?: immediate | after_model | after_tools (| combined),
@@ -30,7 +30,14 @@ from starlette.routing import Route
 from .context import ServerContext
 from .openai_api import SSE_HEADERS
 from .runs_registry import FINAL_STATUSES, RUN_ID, LiveRun, Pruning, RegistryClosed, RunRegistry
-from .sessions import MAX_KEY, session_input, unavailable, until_end_or_disconnect, wire_chain_sessions
+from .sessions import (
+    MAX_KEY,
+    chain_session_metadata,
+    session_input,
+    unavailable,
+    until_end_or_disconnect,
+    wire_chain_sessions,
+)
 
 MEMORY_STORE = "sqlite:///:memory:"
 
@@ -167,13 +174,9 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(parsed, Response):
             return parsed
         body, flags, msgs = parsed
-        session = body.get("session")
-        if session is not None and (not isinstance(session, str) or not session or len(session) > MAX_KEY
-                                    or not session.isprintable()):
-            return _err(400, f"'session' must be printable text of 1 to {MAX_KEY} characters", "invalid_body")
-        if session is not None and not registry.sessions:
-            return _err(400, "sessions need a state store: start the server with --state URL",
-                        "sessions_disabled")
+        session = _session(body)
+        if isinstance(session, Response):
+            return session
         data = await session_input(registry, session, msgs)
         try:
             live = registry.start_agent(entry.obj, ident, data, session=session, detached=flags[1])
@@ -191,15 +194,32 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(parsed, Response):
             return parsed
         body, flags, msgs = parsed
-        if "session" in body:
-            return _err(400, "chain runs have no sessions (the chain gets the messages as they are)",
-                        "invalid_body")
+        session = _session(body)
+        if isinstance(session, Response):
+            return session
+        if session is not None and registry.dispatcher is not None \
+                and registry.dispatcher.serves("chain", ident):
+            return _err(400, "durable chain runs (serve --temporal) keep no sessions", "sessions_disabled")
+        meta: dict[str, str] = {}
+        if session is not None:
+            wire_chain_sessions(registry, catalog.engine)
+            meta = chain_session_metadata(session)
         try:
             live = registry.start_chain(catalog.engine, ident, {"model": ident, "messages": msgs},
-                                        detached=flags[1])
+                                        detached=flags[1], session=session, metadata=meta)
         except RegistryClosed:
             return unavailable()
         return await answer(request, live, *flags)
+
+    def _session(body: dict[str, Any]) -> str | Response | None:
+        session = body.get("session")
+        if session is not None and (not isinstance(session, str) or not session or len(session) > MAX_KEY
+                                    or not session.isprintable()):
+            return _err(400, f"'session' must be printable text of 1 to {MAX_KEY} characters", "invalid_body")
+        if session is not None and not registry.sessions:
+            return _err(400, "sessions need a state store: start the server with --state URL",
+                        "sessions_disabled")
+        return session
 
     async def find(request: Request, permission: str) -> dict[str, Any] | Response:
         run_id = request.path_params["run_id"]

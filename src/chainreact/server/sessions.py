@@ -75,6 +75,12 @@ def chain_session(request: Request, body: dict[str, Any], registry: RunRegistry 
     if isinstance(key, Response) or key is None or registry is None or not registry.sessions:
         return key if isinstance(key, Response) else {}
     wire_chain_sessions(registry, engine)
+    return chain_session_metadata(key)
+
+
+def chain_session_metadata(key: str) -> dict[str, str]:
+    """The message metadata that puts a chain run in session `key`, each agent node with its own
+    conversation (loaded before its input, appended when it answers)."""
     return {"sessionKey": key, "loadHistory": "true", "sessionScope": "node"}
 
 
