@@ -285,3 +285,45 @@ def test_worker_restarted_between_turns_of_cli_flow_sends(temporal_server: DevSe
             ("user", "My order 42 is late"),
             ("assistant", json.dumps({"response": "Sorry, I will check order 42.", "resolved": False}))]
         llm.assert_all_consumed()
+
+
+def test_chat_with_temporal_prints_what_an_in_process_chat_prints(temporal_server: DevServer,
+                                                                  task_queue: str, tmp_path: Path,
+                                                                  worker_processes: Any) -> None:
+    """`chainreact chat --temporal` over a pipe: streamed answers, a tool call, /reset; the same stdout as
+    the same conversation in process."""
+    from ..chat.helpers import USER_JSON, chat_flow, orders_server
+
+    def script() -> list[dict[str, Any]]:
+        first = {"response": "Which order? \"Quoted\" — é", "resolved": False}
+        return [{"text": json.dumps(first), "chunks": 5},
+                {"tool_calls": [{"name": "orderLookup", "arguments": {"orderId": "42"}}]},
+                {"text": json.dumps({"response": "Order 42 is late.", "resolved": False}), "chunks": 3},
+                reply("Hi again.")]
+
+    said = "I want a refund\norder 42\n/reset\nhello\n"
+    runs = {}
+    with orders_server() as orders:
+        for mode in ("local", "temporal"):
+            with FakeLLM(script()) as llm:
+                doc = tmp_path / f"{mode}.json"
+                doc.write_text(json.dumps(chat_flow(llm.url, orders.url)))
+                state = f"sqlite:///{tmp_path}/{mode}.db"
+                extra: list[str] = []
+                if mode == "temporal":
+                    worker_processes([str(doc), "--temporal", temporal_server.address, "--task-queue",
+                                      task_queue, "--state", state], env=_env())
+                    extra = ["--temporal", temporal_server.address, "--task-queue", task_queue]
+                runs[mode] = subprocess.run(
+                    [sys.executable, "-m", "chainreact", "chat", str(doc), "--state", state, "--user",
+                     USER_JSON, "--session", "c1", *extra], input=said, capture_output=True, text=True,
+                    timeout=120, env=_env())
+                assert runs[mode].returncode == 0, runs[mode].stderr
+                llm.assert_all_consumed()
+    local, durable = runs["local"], runs["temporal"]
+    assert durable.stdout == local.stdout
+    assert local.stdout.startswith("greet: Hello Ann!\nsupport: Which order? \"Quoted\" — é\n")
+    for line in ('→ orderLookup({"orderId":"42"})', '← orderLookup: {"orderId":"42","status":"late"}',
+                 "[session 'c1' reset"):
+        assert line in durable.stderr and line in local.stderr, durable.stderr
+    assert orders.paths == ["/orders/42", "/orders/42"]

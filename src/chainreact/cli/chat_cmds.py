@@ -7,6 +7,8 @@ afresh), `/help`; `//text` sends `/text`. Ctrl-C stops the turn that is running 
 prompt. With stdin not a terminal (a pipe or a file) every line is one user message, no prompt is
 printed, and the exit status is 1 if any turn failed. The session lives in the state store like
 `chainreact flow send`'s, so `flow send --session S` and `chat --session S` continue one conversation.
+With `--temporal ADDRESS --state URL`, each turn runs as a workflow on a `chainreact worker` hosting the
+flow (docs/durable.md, "Chat flows"), streamed from the workers' state store (`--state`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import secrets
 import sys
 from typing import Any
 
-from .common import EXIT_FAIL, EXIT_OK, AddCommand, write
+from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, write
 
 PROMPT = "you> "
 HELP = ("/quit       leave (also Ctrl-D)\n"
@@ -36,6 +38,9 @@ def register(add: AddCommand) -> None:
     p.add_argument("--state", default=None, metavar="URL",
                    help="state store URL (else $CHAINREACT_STATE, the flow's `state`, the default "
                         "SQLite file)")
+    from .temporal_cmds import add_connection
+
+    add_connection(p, required=False)  # --temporal: turns run on `chainreact worker`s (needs --state)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -46,10 +51,20 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     user = _object(args.user)
     group = _object(args.group, "--group")
+    durable = None
+    if args.temporal:
+        if not args.state:
+            raise UsageError("chat --temporal streams each turn from the workers' state store: give --state "
+                             "URL (the workers' --state)")
+        from ..durable import DurableFlow
+
+        durable = DurableFlow(Flow.load(args.flow).id, client=args.temporal, task_queue=args.task_queue,
+                              namespace=args.namespace)
     flow = Flow.load(args.flow, state=args.state)
     session = args.session or f"chat-{secrets.token_hex(4)}"
     interactive = sys.stdin.isatty()
     chat = _Chat(flow, session, user, group, interactive)
+    chat.durable = durable
     try:
         with asyncio.Runner() as runner:
             try:
@@ -71,6 +86,7 @@ class _Chat:
         self.group = group
         self.interactive = interactive
         self.failed = False
+        self.durable: Any = None  # a DurableFlow: turns run as workflows (--temporal)
 
     def _read(self) -> str | None:
         """The next line, None at the end of input."""
@@ -139,8 +155,13 @@ class _Chat:
 
         printer = TurnPrinter(self.flow)
         try:
-            async for ev in self.flow.stream(self.session, text, user=self.user, group=self.group,
-                                             agent_events=True):
+            if self.durable is not None:
+                events = self.durable.stream(self.session, text, user=self.user, group=self.group,
+                                             store=await self.flow.store(), agent_events=True)
+            else:
+                events = self.flow.stream(self.session, text, user=self.user, group=self.group,
+                                          agent_events=True)
+            async for ev in events:
                 printer.show(ev)
         finally:
             printer.finish()

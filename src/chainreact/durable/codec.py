@@ -133,3 +133,41 @@ def result_from_dict(d: JSON) -> RunResult:
                      stop_reason=d.get("stop_reason", "stop"), reasoning=d.get("reasoning"),
                      metadata=dict(d.get("metadata") or {}), interruption=interruption,
                      session_values=d.get("session_values"))
+
+
+def event_from_dict(d: JSON) -> Event | None:
+    """An agent event from its `to_dict()` form (as the event log holds it), or None for an unknown type:
+    durable flow turns hand `agent` events back to callers typed, as in process."""
+    import dataclasses
+
+    from ..types import events as ev_types
+
+    kinds = {c.type: c for c in vars(ev_types).values()
+             if isinstance(c, type) and issubclass(c, Event) and c is not Event}
+    cls = kinds.get(str(d.get("type")))
+    if cls is None:
+        return None
+    args: JSON = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        if f.name == "path":
+            v = tuple(v or ())
+        elif f.name == "call" and isinstance(v, dict):
+            fn = v.get("function") or {}
+            v = ToolCall(str(v.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", "")))
+        elif f.name == "pending" and isinstance(v, list):
+            v = [ToolCall(str(c.get("id", "")), str((c.get("function") or {}).get("name", "")),
+                          str((c.get("function") or {}).get("arguments", ""))) for c in v]
+        elif f.name == "message" and isinstance(v, dict):
+            v = Message.from_openai(v)
+        elif f.name == "messages" and isinstance(v, list):
+            v = [Message.from_openai(m) for m in v]
+        elif f.name == "usage" and isinstance(v, dict):
+            v = usage_from_dict(v) or Usage()
+        args[f.name] = v
+    try:
+        return cls(**args)
+    except TypeError:
+        return None  # a required field missing: not an event this version knows

@@ -95,13 +95,20 @@ class DurableFlow:
                      group: Mapping[str, Any] | None = None,
                      agent_events: bool = False) -> AsyncIterator[FlowEvent]:
         """One turn's FlowEvents as it happens, read from `store` (the workers' state store), as
-        Flow.stream. With `agent_events`, an `agent` event's `agent_event` is the agent event's dict. A
-        failed turn raises DurableRunError after its `error` event."""
+        Flow.stream (`agent_events`: each `agent` event's `agent_event` typed, as in process). A failed turn
+        raises DurableRunError after its `error` event."""
+        from .codec import event_from_dict
+
         turn = await self.start(session, text, user=user, group=group, stream=agent_events)
         async for d in turn.events(store):
             if d.get("event") == "error":
                 break
             data = {k: v for k, v in d.items() if k not in ("event", "node")}
+            if d.get("event") == "agent":
+                typed = event_from_dict(data.get("agent_event") or {})
+                if typed is None:
+                    continue  # an event type this process does not know (a newer worker)
+                data["agent_event"] = typed
             yield FlowEvent(str(d.get("event")), d.get("node"), data)
         await turn.result()
 
