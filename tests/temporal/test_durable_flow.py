@@ -197,6 +197,24 @@ async def test_a_failing_turn_fails_with_the_flows_error_and_moves_nothing(tempo
         llm.assert_all_consumed()
 
 
+async def test_a_rulechain_node_feeds_the_next_agent_node(temporal_client: Any, task_queue: str,
+                                                          tmp_path: Path) -> None:
+    from ..flows.test_rulechain import ORDERS, lookup_flow
+
+    (tmp_path / "orders.json").write_text(json.dumps(ORDERS))
+    with FakeLLM([{"text": json.dumps({"response": "It is on its way."})}]) as llm:
+        async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+            doc = lookup_flow(llm.url, chainFile="orders.json")
+            flow = Flow.from_dict(doc, store=store, base_dir=tmp_path)
+            durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow])):
+                t = await durable.send("s", "42", user={"id": "u9"})
+        assert [(m.node, m.content) for m in t.messages] == [("lookup", "Order 42: shipped."),
+                                                             ("explain", "It is on its way.")]
+        assert t.ended and t.output == {"response": "It is on its way."}
+        assert llm.chat_requests[0].messages[-1]["content"] == "Explain status shipped of order 42"
+
+
 def triage_flow(url: str) -> dict[str, Any]:
     """Two agent nodes in one turn: `triage` goes on (finish: false) to `answer`."""
     llm = {"url": url}

@@ -135,10 +135,11 @@ class FlowActivities:
                                    f"{req['node']!r}", type="FlowError", non_retryable=True)
         log = await self._log(flow, req)
         await log.flush()
-        try:
-            output = await flow.run_chain(node, dict(req["env"]))
-        except Exception as e:
-            raise _failure(e) from None
+        async with heartbeating(float(req.get("heartbeat", 10.0))):  # a long chain is not a lost worker
+            try:
+                output = await flow.run_chain(node, dict(req["env"]))
+            except Exception as e:
+                raise _failure(e) from None
         return {"output": output}
 
     @activity.defn(name="chainreact.flow.save")

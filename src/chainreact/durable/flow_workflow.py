@@ -75,7 +75,8 @@ class _ActivityIO:
 
     async def chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
         wf = self.wf
-        req = {**wf.base(), "node": node.name, "env": _plain(env)}
+        req = {**wf.base(), "node": node.name, "env": _plain(env),
+               "heartbeat": max(0.5, wf.opts.heartbeat_timeout / 4)}
         res = await workflow.execute_activity("chainreact.flow.chain", req,
                                               **tool_activity_options(None, wf.opts))
         return res.get("output")
