@@ -154,3 +154,25 @@ def test_a_client_leaving_a_non_streamed_chat_cancels_its_run(fake_llm: Any, ser
     while (got := asyncio.run(statuses())) != ["cancelled", "done"]:
         assert time.monotonic() < deadline, got
         time.sleep(0.1)
+
+
+def test_a_chat_ui_resending_a_conversation_with_tool_calls_is_not_counted_twice(
+        fake_llm: Any, serve: Any, tmp_path: Path) -> None:
+    (tmp_path / "colour.txt").write_text("blue\n")
+    # the agent's first answer comes after a tool call: the session holds the call and its result
+    llm = fake_llm([{"tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "colour.txt"}}]},
+                    {"text": "Blue noted."}, {"text": "Blue, still."}])
+    read = {"type": "builtin", "name": "read", "config": {"workDir": str(tmp_path)}}
+    srv = serve({"helper.json": agent_doc(llm.url, tools=[read])}, state=f"sqlite:///{tmp_path}/s.db")
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    first = client.chat.completions.create(model="helper", user="c", messages=[
+        {"role": "user", "content": "My colour?"}])
+    assert first.choices[0].message.content == "Blue noted."
+    # a chat UI shows (and sends back) the user message and the answer, not the tool call
+    client.chat.completions.create(model="helper", user="c", messages=[
+        {"role": "user", "content": "My colour?"}, {"role": "assistant", "content": "Blue noted."},
+        {"role": "user", "content": "Sure?"}])
+    sent = [(m["role"], m.get("content")) for m in llm.chat_requests[2].messages]
+    assert [c for _, c in sent].count("My colour?") == 1
+    assert [r for r, _ in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert sent[-2:] == [("assistant", "Blue noted."), ("user", "Sure?")]

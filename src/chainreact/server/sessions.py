@@ -4,7 +4,8 @@ kept in the state store, as `chainreact run --session` does.
 The session's history is the run's context and the run's new messages (from its prompt on) are appended
 when it ends (a cancelled run's history repaired first; an interrupted run's once it is resumed and ends).
 Clients may send only the new messages, or the whole conversation as chat UIs do: when the request's
-messages (system ones aside) begin with the stored history, that part is not counted twice.
+messages (system ones aside) begin with the stored history as the user saw it (user messages and
+answers; tool calls are never shown, so never sent back), that part is not counted twice.
 
 Rule chains (`model` = a chain id, and RuleGo's `/api/v1/rules/{id}/v1/chat/completions`) get the key as
 message metadata `sessionKey` with `loadHistory=true` and `sessionScope=node`: each `ai/agent` / `ai/llm`
@@ -45,17 +46,15 @@ def session_key(request: Request, body: dict[str, Any]) -> str | Response | None
     return key
 
 
-def merge_history(history: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The request's system messages, then the stored history, then the request's new messages."""
+def merge_history(history: list[Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's system messages, then the stored history (Messages), then the request's new
+    messages: a client that sent the whole conversation again (as a chat UI does: the user messages and
+    the answers, without tool calls) has that part dropped (chains/sessions.py `unsent_part`)."""
+    from ..chains.sessions import unsent_part
+
     system = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
-
-    def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        return a.get("role") == b.get("role") and (a.get("content") or "") == (b.get("content") or "")
-
-    if history and len(rest) > len(history) and all(same(h, m) for h, m in zip(history, rest, strict=False)):
-        rest = rest[len(history):]  # the client sent the whole conversation: keep the new part only
-    return [*system, *history, *rest]
+    return [*system, *(m.to_openai() for m in history), *unsent_part(history, rest)]
 
 
 def wire_chain_sessions(registry: RunRegistry | None, engine: Any) -> None:
@@ -88,8 +87,7 @@ async def session_input(registry: RunRegistry, key: str | None, messages: list[d
     """The agent's input: the request's messages, after the session's history when there is one."""
     if key is None or not registry.sessions:
         return {"messages": messages}
-    history = [m.to_openai() for m in await registry.store.history(key)]
-    return {"messages": merge_history(history, messages)}
+    return {"messages": merge_history(await registry.store.history(key), messages)}
 
 
 async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: dict[str, Any],
