@@ -222,6 +222,7 @@ class ReactLoop:
             think = None if plan.keep_think else ThinkSplitter()
             stream = plan.model(messages, specs, stream=self.streaming, on_event=self._on_client_event)
             response: ModelResponse | None = None
+            first_text = True
             try:
                 async for item in router.route(stream):
                     if self._side:
@@ -237,6 +238,13 @@ class ReactLoop:
                         yield self._ev(ReasoningDelta(text=item.text))
                     else:
                         response = item
+                        continue
+                    if first_text:
+                        # A consumer in another task (AgentRun's, a server's) gets the answer's first text
+                        # now: the deltas parsed from one read of the stream would all be produced, and
+                        # the call ended, before it had a turn (time to first token).
+                        first_text = False
+                        await asyncio.sleep(0)
             finally:
                 await stream.aclose()
             if think is not None:

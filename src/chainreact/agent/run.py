@@ -34,6 +34,7 @@ class AgentRun:
         self._stream = stream
         self._run_id = (resume.run_id if resume is not None else None) or secrets.token_hex(8)
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._emit: Callable[[Event | None], None] = self._queue.put_nowait
         self._error: BaseException | None = None
         self._result: RunResult | None = None
         self._task = asyncio.ensure_future(self._drive(make_plan, data))
@@ -43,22 +44,23 @@ class AgentRun:
             try:
                 plan = await make_plan()
             except Exception as e:
-                self._queue.put_nowait(planning_error(self._name, e, self._run_id))
+                self._emit(planning_error(self._name, e, self._run_id))
                 raise
             self._loop = ReactLoop(plan, streaming=self._stream, cancel=self._cancel, run_id=self._run_id)
+            emit = self._emit
             async for ev in self._loop.events(data, self._resume):
-                self._queue.put_nowait(ev)
+                emit(ev)
         except asyncio.CancelledError:
             if not self._cancel.requested:
                 raise
             # Cancelled before the loop could answer it itself (e.g. while the plan was being made).
             if self._loop is not None:
-                self._queue.put_nowait(self._loop._cancelled())
+                self._emit(self._loop._cancelled())
             else:
                 self._result = RunResult(content="", messages=[], stop_reason="cancelled",
                                          metadata={"run_id": self._run_id, "agent": self._name})
-                self._queue.put_nowait(Cancelled(run_id=self._run_id, agent=self._name, seq=1,
-                                                 path=(self._name,), mode="immediate"))
+                self._emit(Cancelled(run_id=self._run_id, agent=self._name, seq=1,
+                                     path=(self._name,), mode="immediate"))
         except Exception as e:
             self._error = e
         finally:
@@ -69,11 +71,21 @@ class AgentRun:
             else:
                 self._cancel.outcome = "finished"
             self._cancel.finished.set()
-            self._queue.put_nowait(None)
+            self._emit(None)
+            if self._emit != self._queue.put_nowait:
+                self._queue.put_nowait(None)  # an iterator (after `forward`) ends rather than waits
 
     @property
     def run_id(self) -> str:
         return self._run_id
+
+    def forward(self, fn: Callable[[Event | None], None]) -> None:
+        """Hand every event to `fn` as the run produces it (in the run's task, in order; None after the
+        last) instead of queueing it for iteration. For a consumer that only fans events out (the
+        server's run registry) this saves a task switch per event. Call it before the run's task first
+        runs, i.e. right after `Agent.start()`; iterating the run then yields no event. Errors
+        surface from `result()`."""
+        self._emit = fn
 
     async def __aiter__(self) -> AsyncIterator[Event]:
         while (ev := await self._queue.get()) is not None:

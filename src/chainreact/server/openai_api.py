@@ -65,9 +65,24 @@ async def respond(request: Request, frames: AsyncIterator[Frame], model: str, st
     created = int(time.time())
     if not stream:
         return await _completion(frames, cid, created, model)
-    agui = request.headers.get("x-stream-protocol", "").lower() == "agui"
-    return StreamingResponse(coalesce(_sse(frames, cid, created, model, agui)),
-                             media_type="text/event-stream", headers=SSE_HEADERS)
+    return _streaming(coalesce(_sse(frames, SseEncoder(cid, created, model, _agui(request)))))
+
+
+def respond_batches(request: Request, batches: AsyncIterator[list[Frame]], model: str) -> Response:
+    """A streamed answer from batches of frames that were ready together (a run registry's listener
+    queue, drained): one write per batch, in the task that sends, so unlike `coalesce` it needs no
+    producer task and no queue of its own: the first text reaches the socket one task switch after the
+    run produced it."""
+    enc = SseEncoder("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, _agui(request))
+    return _streaming(_sse_batches(batches, enc))
+
+
+def _agui(request: Request) -> bool:
+    return request.headers.get("x-stream-protocol", "").lower() == "agui"
+
+
+def _streaming(body: AsyncIterator[bytes]) -> StreamingResponse:
+    return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, model: str) -> Response:
@@ -101,40 +116,75 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: st
     return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
-async def _sse(frames: AsyncIterator[Frame], cid: str, created: int, model: str,
-               agui: bool) -> AsyncIterator[bytes]:
-    first = True
-    texts = False
+class SseEncoder:
+    """A stream's frames as SSE bytes, one frame at a time: the first chunk carries the role; `done` once
+    the stream's last frame (Done, Failed) was encoded, after which nothing more is sent."""
+
+    __slots__ = ("agui", "cid", "created", "done", "first", "model", "texts")
+
+    def __init__(self, cid: str, created: int, model: str, agui: bool) -> None:
+        self.cid, self.created, self.model, self.agui = cid, created, model, agui
+        self.first = True
+        self.texts = False
+        self.done = False
+
+    def encode(self, f: Frame) -> bytes:
+        """The bytes of frame `f` (b"" for a frame not sent to this client)."""
+        cid, created, model = self.cid, self.created, self.model
+        if isinstance(f, Text | Reasoning):
+            delta: dict[str, Any] = {"content": f.text} if isinstance(f, Text) else \
+                {"reasoning_content": f.text}
+            self.texts = self.texts or isinstance(f, Text)
+            if self.first:
+                delta["role"] = "assistant"
+                self.first = False
+            return _chunk(cid, created, model, delta)
+        if isinstance(f, Tool):
+            return _chunk(cid, created, model, {"tool_calls": [f.event]}) if self.agui else b""
+        if isinstance(f, Done):
+            self.done = True
+            out = b""
+            if not self.texts and f.content:
+                # A chain whose nodes do not stream (no Stream frames) still answers: its Success
+                # message, in one chunk.
+                delta = {"role": "assistant", "content": f.content} if self.first else {"content": f.content}
+                out = _chunk(cid, created, model, delta)
+            usage = f.usage.to_dict() if f.usage.total_tokens else None
+            return out + _chunk(cid, created, model, {}, "stop", usage) + b"data: [DONE]\n\n"
+        if isinstance(f, Failed):
+            self.done = True
+            return b"data: " + orjson.dumps({"error": {"message": f.message, "type": "stream_error",
+                                                       "code": f.code, **(f.details or {})}}) + b"\n\n"
+        return b""
+
+
+async def _sse(frames: AsyncIterator[Frame], enc: SseEncoder) -> AsyncIterator[bytes]:
     try:
         async for f in frames:
-            if isinstance(f, Text | Reasoning):
-                delta: dict[str, Any] = {"content": f.text} if isinstance(f, Text) else \
-                    {"reasoning_content": f.text}
-                texts = texts or isinstance(f, Text)
-                if first:
-                    delta["role"] = "assistant"
-                    first = False
-                yield _chunk(cid, created, model, delta)
-            elif isinstance(f, Tool):
-                if agui:
-                    yield _chunk(cid, created, model, {"tool_calls": [f.event]})
-            elif isinstance(f, Done):
-                if not texts and f.content:
-                    # A chain whose nodes do not stream (no Stream frames) still answers: its Success
-                    # message, in one chunk.
-                    delta = {"role": "assistant", "content": f.content} if first else {"content": f.content}
-                    yield _chunk(cid, created, model, delta)
-                usage = f.usage.to_dict() if f.usage.total_tokens else None
-                yield _chunk(cid, created, model, {}, "stop", usage)
-                yield b"data: [DONE]\n\n"
-                return
-            elif isinstance(f, Failed):
-                yield b"data: " + orjson.dumps({"error": {"message": f.message, "type": "stream_error",
-                                                          "code": f.code, **(f.details or {})}}) + b"\n\n"
+            data = enc.encode(f)
+            if data:
+                yield data
+            if enc.done:
                 return
     finally:
         await frames.aclose()  # type: ignore[attr-defined]
 
+
+async def _sse_batches(batches: AsyncIterator[list[Frame]], enc: SseEncoder) -> AsyncIterator[bytes]:
+    try:
+        async for batch in batches:
+            parts = []
+            for f in batch:
+                parts.append(enc.encode(f))
+                if enc.done:
+                    break
+            data = b"".join(parts)
+            if data:
+                yield data
+            if enc.done:
+                return
+    finally:
+        await batches.aclose()  # type: ignore[attr-defined]
 
 
 # Chunks produced ahead of a client that reads slower than the run streams; past this the run waits.

@@ -26,7 +26,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -156,6 +156,17 @@ class _EventWriter:
         await self._flush()
 
 
+def _fan_out(listeners: list[asyncio.Queue[Event | None]], writer: _EventWriter | None,
+             ev: Event | None) -> None:
+    """One event of a run to its in-process listeners and (persisted runs) the store's event log."""
+    if ev is None:
+        return  # the end: listeners get theirs once the run's end is saved (_drive)
+    for q in listeners:
+        q.put_nowait(ev)
+    if writer is not None:
+        writer.add(ev)
+
+
 class RunRegistry:
     """`store`: the state store (opened by the runs routes at startup). `sessions`: whether chat `user`
     keys and run `session` fields read and write conversation history (only with a store the operator
@@ -247,18 +258,24 @@ class RunRegistry:
         if listen:
             live.listeners.append(asyncio.Queue())
         self.live[live.run_id] = live
-        live.task = asyncio.ensure_future(self._drive(live, save_end))
+        writer = _EventWriter(self.store, live) if live.persist and live.log_events else None
+        fan_out = functools.partial(_fan_out, live.listeners, writer)
+        forward = getattr(live.handle, "forward", None)
+        if forward is not None:
+            # An AgentRun hands its events over in its own task: no task switch per event on their way
+            # to the listeners. Set now, before the run's task first runs.
+            forward(fan_out)
+        live.task = asyncio.ensure_future(self._drive(live, save_end, writer,
+                                                      None if forward is not None else fan_out))
         return live
 
-    async def _drive(self, live: LiveRun, save_end: SaveEnd) -> None:
-        writer = _EventWriter(self.store, live) if live.persist and live.log_events else None
+    async def _drive(self, live: LiveRun, save_end: SaveEnd, writer: _EventWriter | None,
+                     fan_out: Callable[[Event | None], None] | None) -> None:
         result, error = None, None
         try:
-            async for ev in live.handle:
-                for q in live.listeners:
-                    q.put_nowait(ev)
-                if writer is not None:
-                    writer.add(ev)
+            if fan_out is not None:  # a handle that is iterated (a ChainRun)
+                async for ev in live.handle:
+                    fan_out(ev)
             result = await live.handle.result()
         except Exception as e:
             error = e
@@ -353,6 +370,24 @@ class RunRegistry:
         try:
             while (ev := await q.get()) is not None:
                 yield ev
+        finally:
+            await self.release(live)
+
+    async def listen_batches(self, live: LiveRun, most: int = 256) -> AsyncGenerator[list[Event], None]:
+        """`listen`, with the events that are ready together in one list (at most `most`), so a consumer
+        that writes them to a socket makes one write per burst of the model's stream."""
+        q = live.listeners[0]
+        try:
+            while True:
+                batch = [await q.get()]
+                while len(batch) < most and not q.empty():
+                    batch.append(q.get_nowait())
+                ended = batch[-1] is None
+                events = [ev for ev in batch if ev is not None]
+                if events:
+                    yield events
+                if ended:
+                    return
         finally:
             await self.release(live)
 

@@ -20,13 +20,15 @@ Without a state store chosen by the operator (`--state` or $CHAINREACT_STATE) th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .openai_api import agent_input, error, respond
+from .frames import Done, Failed, Frame, event_frame
+from .openai_api import agent_input, error, respond, respond_batches
 from .runs_registry import RegistryClosed, RunRegistry
 
 MAX_KEY = 200
@@ -96,8 +98,6 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
     when the client goes away, checkpointed (header `X-Run-Id`) and kept in its session when the
     server has a state store. A run that stops to ask is saved in any case and answered with 409
     `run_interrupted` (frames.interrupted): it goes on through the runs API's resume route."""
-    from .frames import Done, Failed, event_frame
-
     key = session_key(request, body)
     if isinstance(key, Response):
         return key
@@ -114,21 +114,36 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
                      headers={"Retry-After": "5"})
     agent_model = entry.obj.config.model
 
-    async def frames() -> Any:
-        async for ev in registry.listen(live):
-            frame = event_frame(ev, agent_model)
-            if isinstance(frame, Done | Failed):
-                # The last frame goes out once the run's end is saved (status, session): a client's next
-                # request then sees this exchange in its history.
-                await live.ended.wait()
-            if frame is not None:
-                yield frame
+    async def batches() -> AsyncIterator[list[Frame]]:
+        # The run's events as frames, in the batches they were ready in (one write each).
+        async with contextlib.aclosing(registry.listen_batches(live)) as listened:
+            async for events in listened:
+                frames: list[Frame] = []
+                for ev in events:
+                    frame = event_frame(ev, agent_model)
+                    if frame is None:
+                        continue
+                    if isinstance(frame, Done | Failed):
+                        if frames:
+                            yield frames
+                            frames = []
+                        # The last frame goes out once the run's end is saved (status, session): a
+                        # client's next request then sees this exchange in its history.
+                        await live.ended.wait()
+                    frames.append(frame)
+                if frames:
+                    yield frames
         if live.error is not None:
-            yield Failed(live.error)
+            yield [Failed(live.error)]
 
     if stream:
-        resp = await respond(request, frames(), model, stream)
+        resp = respond_batches(request, batches(), model)
     else:
+        async def frames() -> AsyncIterator[Frame]:
+            async for batch in batches():
+                for frame in batch:
+                    yield frame
+
         # Not streamed: Starlette does not notice a client that leaves; watch for it, and cancel.
         answering = asyncio.ensure_future(respond(request, frames(), model, stream))
         if not await until_end_or_disconnect(request, registry, live, answering):
