@@ -51,7 +51,11 @@ EXPECTED = {
                        "interrupted: [ask_user] Celsius or Fahrenheit?",
                        "resumed: done - It is 70 F in Lyon.", "chat: What is my name? -> Your name is Ann.",
                        "the model saw: ['You help.', 'I am Ann.', 'Nice to meet you, Ann.', "
-                       "'What is my name?']"],
+                       "'What is my name?']", "chain chat: Who am I? -> You are Ann.",
+                       "the chain's node saw: ['You are a concierge.', 'I am Ann.', 'Welcome, Ann.', "
+                       "'Who am I?']",
+                       "chat: HTTP 409 run_interrupted, answer with POST /api/v1/runs/{id}/resume",
+                       "resumed: done - It is 21 C in Oslo."],
     "tools_typed.py": ['"format": "date"', "tool: Error: invalid arguments for place_order: $.deliver_on:",
                        "tool: ordered 3 units for Friday 04 December 2026", "answer: Done"],
     "server_flows_mcp.py": ["without login: Please log in to continue.",
