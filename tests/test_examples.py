@@ -71,6 +71,8 @@ EXPECTED = {
                          "answer: It is 21°C and clear in Lyon. (steps=2, stop_reason=stop)",
                          "interrupted: Which city? (status: interrupted)",
                          "resumed: It is 21°C and clear in Oslo."],
+    "durable_chain.py": ['Success at page: {"page":"on-call: outage","score":9} (model=demo)',
+                         'Success at failed: {"error":"empty ticket"}'],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",
                        'Reading 35.5 from {"temperature":71,"unit":"C"}', "config: {'timeout': 30,",
                        "Hello ${env('HOME')}, agent 2", "error: invalid operation: string + int"],

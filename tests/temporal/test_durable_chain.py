@@ -3,6 +3,7 @@ chain with fork/join and an agent node (a child agent workflow), Failure paths, 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -132,3 +133,53 @@ async def test_unknown_chain_fails_the_run(temporal_client: Any, task_queue: str
             with pytest.raises(DurableRunError) as err:
                 await DurableChain("nope", client=temporal_client, task_queue=task_queue).run("x")
     assert err.value.error_type == "UnknownChain" and "failing" in str(err.value)
+
+
+def single_node_chain(chain_id: str, node: dict[str, Any]) -> dict[str, Any]:
+    return {"ruleChain": {"id": chain_id, "name": chain_id}, "metadata": {"nodes": [{"id": "n1", **node}]}}
+
+
+async def test_agent_stream_mode_frames_equal_in_process(temporal_client: Any, task_queue: str) -> None:
+    doc = single_node_chain("streamer", {"type": "ai/agent",
+                                         "configuration": {"url": "", "model": "m"}})
+    msg = RuleMsg(type="Q", data="hi", data_type="TEXT", metadata={"stream": "true"})
+    with FakeLLM([{"text": "Hello from the stream", "chunks": 4}] * 2) as llm:
+        doc["metadata"]["nodes"][0]["configuration"]["url"] = llm.url
+        local = _engine(doc)
+        frames: list[RuleMsg] = []
+        expected = await local.run("streamer", msg.copy(), on_stream=frames.append)
+        local.close()
+        async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(doc))):
+            durable = DurableChain("streamer", client=temporal_client, task_queue=task_queue)
+            run = await durable.start(msg.copy())
+            got = await run.result()
+    assert _ends(got) == _ends(expected)
+    assert got[0].msg.data == "Hello from the stream" and got[0].msg.metadata["full_content"] == "true"
+    assert len(run.frames) == len(frames) > 2
+    assert [(f.data, f.metadata) for f in run.frames] == [(f.data, f.metadata) for f in frames]
+
+
+async def test_message_timeout_is_a_failure_end(temporal_client: Any, task_queue: str) -> None:
+    doc = single_node_chain("slow", {"type": "delay", "configuration": {"delayMs": 20000}})
+    msg = RuleMsg(type="Q", data="x", data_type="TEXT")
+    local = _engine(doc)
+    expected = await local.run("slow", msg.copy(), timeout=0.3)
+    local.close()
+    async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(doc))):
+        got = await DurableChain("slow", client=temporal_client, task_queue=task_queue).run(msg.copy(),
+                                                                                             timeout=0.3)
+    assert _ends(got) == _ends(expected)
+    assert got[0].relation == "Failure" and "context deadline exceeded" in (got[0].error or "")
+
+
+async def test_cancel_stops_every_branch(temporal_client: Any, task_queue: str) -> None:
+    doc = single_node_chain("slow", {"type": "delay", "configuration": {"delayMs": 20000}})
+    async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(doc))):
+        run = await DurableChain("slow", client=temporal_client, task_queue=task_queue).start("x")
+        while (await run.status())["nodes"] < 1:
+            await asyncio.sleep(0.05)
+        await run.cancel()
+        with pytest.raises(DurableRunError) as err:
+            await asyncio.wait_for(run.result(), 15)
+        assert (await run.status())["status"] == "cancelled"
+    assert "cancel" in str(err.value).lower()

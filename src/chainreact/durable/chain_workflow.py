@@ -41,6 +41,10 @@ class NodeActivityError(RuntimeError):
     """A node's activity failed (attempts exhausted: lost workers, timeouts): the node's Failure."""
 
 
+class AgentCancelledError(RuntimeError):
+    """An agent node's child workflow was cancelled from outside the chain: that node's Failure."""
+
+
 def _failure(e: BaseException) -> tuple[str, str]:
     """(type, message) of the error at the bottom of Temporal's wrapper chain."""
     while isinstance(e, ActivityError | ChildWorkflowError) and e.cause is not None:
@@ -151,9 +155,12 @@ class RemoteNode:
         if ctx.run.outputs:
             req["outputs"] = {k: m.to_dict() for k, m in ctx.run.outputs.items()}
         self.wf.nodes_run += 1
+        # A cancelled branch (message timeout, run cancelled) stops at once, as in process: the activity
+        # learns of it at its next heartbeat, the workflow does not wait for that.
+        options = {**tool_activity_options(None, self.wf.opts),
+                   "cancellation_type": workflow.ActivityCancellationType.TRY_CANCEL}
         try:
-            res = await workflow.execute_activity("chainreact.chain.node", req,
-                                                  **tool_activity_options(None, self.wf.opts))
+            res = await workflow.execute_activity("chainreact.chain.node", req, **options)
         except ActivityError as e:
             if _cancelled(e):
                 raise asyncio.CancelledError() from None
@@ -280,8 +287,13 @@ class ChainWorkflow:
         run_id = f"{workflow.info().workflow_id}.{node_id}.{self.children}"
         req = {"agent": key, "input": data, "stream": False, "metadata": metadata, "session_values": None,
                "options": self.opts.to_dict()}
-        out: JSON = await workflow.execute_child_workflow(AGENT_WORKFLOW, req, id=run_id)
+        # TRY_CANCEL: a cancelled branch raises here at once (the child ends as a cancelled agent run).
+        out: JSON = await workflow.execute_child_workflow(
+            AGENT_WORKFLOW, req, id=run_id,
+            cancellation_type=workflow.ChildWorkflowCancellationType.TRY_CANCEL)
         result: JSON = out["result"]
+        if result.get("stop_reason") == "cancelled":  # by someone else (ours raises above): the node fails
+            raise AgentCancelledError(f"the agent run {run_id!r} was cancelled")
         return result
 
     @workflow.query(name="status")
