@@ -50,6 +50,7 @@ def chain_host(chain_paths: list[str], globals_: dict[str, Any], agents: list[An
 def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any) -> tuple[list[Any], list[Any]]:
     """One message through chain `chain_id` as a workflow executed by a worker: (ends, stream frames)."""
     import asyncio
+    import gc
 
     from ..durable import DurableChain, connect
 
@@ -62,7 +63,12 @@ def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any) -> tupl
         client = await connect(str(args.temporal), namespace=args.namespace)
         run = await DurableChain(chain_id, client=client, task_queue=args.task_queue).start(
             msg, timeout=args.timeout)
-        ends = await run.result()
-        return ends, run.frames
+        out = await run.result(), run.frames
+        # Drop the client while the loop and the interpreter are alive: its native threads calling back
+        # into a finalizing interpreter can abort the process at exit (temporalio/sdk-python#300).
+        del client, run
+        gc.collect()
+        await asyncio.sleep(0.1)
+        return out
 
     return asyncio.run(go())
