@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from chainreact.chains import RuleEngine, RuleMsg
-from chainreact.durable import ChainHost, DurableChain, DurableRunError, durable_chain_worker
+from chainreact.durable import (
+    ChainHost,
+    DurableAgent,
+    DurableChain,
+    DurableOptions,
+    DurableRunError,
+    durable_chain_worker,
+)
 from chainreact.testing import FakeLLM
 
 
@@ -76,6 +83,21 @@ async def _history_kinds(client: Any, run_id: str) -> tuple[list[str], list[str]
     return acts, children
 
 
+async def _replay(client: Any, run_id: str) -> None:
+    from temporalio.worker import Replayer
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    from chainreact.durable.chain_workflow import ChainWorkflow
+    from chainreact.durable.worker import PASSTHROUGH
+
+    runner = SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    result = await Replayer(workflows=[ChainWorkflow], workflow_runner=runner).replay_workflow(
+        history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
+
+
 async def test_fork_join_with_agent_node_equals_in_process(temporal_client: Any, task_queue: str) -> None:
     msg = RuleMsg(type="Q", data='{"n": 21}', metadata={"user": "ana"})
     with FakeLLM([{"text": "Paris"}, {"text": "Paris"}]) as llm:
@@ -101,6 +123,8 @@ async def test_fork_join_with_agent_node_equals_in_process(temporal_client: Any,
     acts, children = await _history_kinds(temporal_client, run.run_id)
     assert sorted(acts) == ["chainreact.chain.node"] * 3 + ["chainreact.chain.plan"]
     assert children == ["chainreact.agent"]
+    # the workflow code is deterministic: its history replays without a worker, taking the same path
+    await _replay(temporal_client, run.run_id)
 
 
 async def test_failure_relations_equal_in_process(temporal_client: Any, task_queue: str) -> None:
@@ -173,13 +197,28 @@ async def test_message_timeout_is_a_failure_end(temporal_client: Any, task_queue
 
 
 async def test_cancel_stops_every_branch(temporal_client: Any, task_queue: str) -> None:
-    doc = single_node_chain("slow", {"type": "delay", "configuration": {"delayMs": 20000}})
-    async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(doc))):
-        run = await DurableChain("slow", client=temporal_client, task_queue=task_queue).start("x")
-        while (await run.status())["nodes"] < 1:
-            await asyncio.sleep(0.05)
-        await run.cancel()
-        with pytest.raises(DurableRunError) as err:
-            await asyncio.wait_for(run.result(), 15)
-        assert (await run.status())["status"] == "cancelled"
+    # two branches: a durable timer in the workflow, a slow model call in the agent's child workflow
+    nodes = [{"id": "s1", "type": "fork"},
+             {"id": "wait", "type": "delay", "configuration": {"delayMs": 20000}},
+             {"id": "ask", "type": "ai/agent", "configuration": {"url": "", "model": "m"}}]
+    doc = {"ruleChain": {"id": "slow", "name": "slow"},
+           "metadata": {"nodes": nodes, "connections": [{"fromId": "s1", "toId": t, "type": "Success"}
+                                                        for t in ("wait", "ask")]}}
+    with FakeLLM([{"text": "late", "delay": 20.0}]) as llm:
+        nodes[2]["configuration"]["url"] = llm.url
+        async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(doc))):
+            durable = DurableChain("slow", client=temporal_client, task_queue=task_queue,
+                                   options=DurableOptions(heartbeat_timeout=2.0))
+            run = await durable.start("x")
+            while not llm.chat_requests:  # the agent's model call is in flight
+                await asyncio.sleep(0.05)
+            await run.cancel()
+            with pytest.raises(DurableRunError) as err:
+                await asyncio.wait_for(run.result(), 15)
+            assert (await run.status())["status"] == "cancelled"
+            # the agent node's child run was cancelled too: it ends as a cancelled agent run
+            agents = DurableAgent("", client=temporal_client, task_queue=task_queue)
+            child = await agents.get(f"{run.run_id}.ask.1")
+            result = await asyncio.wait_for(child.result(), 15)
     assert "cancel" in str(err.value).lower()
+    assert result.stop_reason == "cancelled"

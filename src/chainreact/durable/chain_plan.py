@@ -4,7 +4,8 @@ The workflow runs the chain's traversal (chainreact.chains.context: routing, for
 node budget, sub-chains) over a copy of the chain's graph built from this snapshot. Which node runs where:
 
 - WORKFLOW_TYPES run in the workflow: they only route or orchestrate other nodes (fork, join, end, flow,
-  for, groupFilter, groupAction, msgTypeSwitch). Their configuration is in the snapshot.
+  for, groupFilter, groupAction, msgTypeSwitch), or wait (delay: a durable timer, which no worker holds
+  and a worker restart does not start again). Their configuration is in the snapshot.
 - AGENT_TYPES (`ai/agent`, `ai/llm`) run as a child agent workflow (`chainreact.agent`), so each model and
   tool call is its own activity; with metadata `stream=true` or `sessionKey` they run as one node activity.
 - every other node runs as one activity (`chainreact.chain.node`) in a worker that loaded the chain.
@@ -24,7 +25,7 @@ from ..chains.engine import Chain, RuleEngine
 JSON = dict[str, Any]
 
 WORKFLOW_TYPES = frozenset({"fork", "join", "end", "flow", "for", "groupFilter", "groupAction",
-                            "msgTypeSwitch"})
+                            "msgTypeSwitch", "delay"})
 AGENT_TYPES = frozenset({"ai/agent", "ai/llm"})
 AGENT_KEY_PREFIX = "chain:"
 

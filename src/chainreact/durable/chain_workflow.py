@@ -3,7 +3,8 @@
     plan activity (the chain's snapshot) -> chainreact.chains.context.run_message over a graph built from
     the snapshot, the same routing code as RuleEngine.run (relations, fork, join on the lowest common
     ancestor, end nodes, the node budget, sub-chains, the message timeout as a durable timer)
-      - routing nodes (chain_plan.WORKFLOW_TYPES) run in the workflow, with the engine's own components
+      - routing nodes and delay (chain_plan.WORKFLOW_TYPES) run in the workflow, with the engine's own
+        components (a delay is a durable timer)
       - ai/agent, ai/llm: a child agent workflow (`chainreact.agent`: its model and tool calls are activities)
       - every other node: activity `chainreact.chain.node`; the workflow replays what the node told
 
@@ -287,10 +288,12 @@ class ChainWorkflow:
         run_id = f"{workflow.info().workflow_id}.{node_id}.{self.children}"
         req = {"agent": key, "input": data, "stream": False, "metadata": metadata, "session_values": None,
                "options": self.opts.to_dict()}
-        # TRY_CANCEL: a cancelled branch raises here at once (the child ends as a cancelled agent run).
+        # TRY_CANCEL: a cancelled branch raises here at once; the child, asked to cancel (also when the
+        # chain run ends first), ends as a cancelled agent run, its history repaired.
         out: JSON = await workflow.execute_child_workflow(
             AGENT_WORKFLOW, req, id=run_id,
-            cancellation_type=workflow.ChildWorkflowCancellationType.TRY_CANCEL)
+            cancellation_type=workflow.ChildWorkflowCancellationType.TRY_CANCEL,
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL)
         result: JSON = out["result"]
         if result.get("stop_reason") == "cancelled":  # by someone else (ours raises above): the node fails
             raise AgentCancelledError(f"the agent run {run_id!r} was cancelled")
