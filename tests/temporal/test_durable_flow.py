@@ -153,6 +153,87 @@ async def test_ask_user_and_outcome_across_turns_stream_the_events_of_an_in_proc
         llm.assert_all_consumed()
 
 
+def memory_flow(url: str) -> dict[str, Any]:
+    return {"id": "mem", "nodes": [
+        {"name": "chat", "type": "aiagent", "llmConfig": {"url": url}, "systemMessage": "Be brief.",
+         "userMessage": "{{userInput}}", "output": {"schema": ANSWER},
+         "memory": {"maxMessages": 2, "memoryOptimizer": {"summarization": {"retainedMessages": 1}},
+                    "longTermMemory": {"memoryId": "ltm-{{user.id}}", "memoryType": "semantic"}}}]}
+
+
+async def test_summaries_and_long_term_memory_as_in_process(temporal_client: Any, task_queue: str,
+                                                            tmp_path: Path) -> None:
+    """Three turns with a summarized window and semantic memories: the durable turns make the same model
+    requests (the summary and the recalled facts in the system message) and yield the same events."""
+    script = [reply("Hello Ann."), {"text": "- The user's name is Ann."},
+              reply("Rex is a nice name."), {"text": "- Ann's dog is called Rex."},
+              {"text": "Ann introduced herself and her dog Rex."},  # the summary of the first three messages
+              reply("Your dog is Rex."), {"text": "NONE"}]
+    said = ["I am Ann", "My dog is called Rex", "What is my dog called?"]
+    user = {"id": "u1"}
+    with FakeLLM(script) as local_llm, FakeLLM(script) as llm:
+        async with Flow.from_dict(memory_flow(local_llm.url), state=f"sqlite:///{tmp_path}/l.db") as local:
+            expected = [[ev.to_dict() async for ev in local.stream("s1", t, user=user)] for t in said]
+        async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+            flow = Flow.from_dict(memory_flow(llm.url), store=store)
+            durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow])):
+                got = [[ev.to_dict() async for ev in durable.stream("s1", t, store=store, user=user)]
+                       for t in said]
+        assert got == expected
+        assert {"event": "memory", "node": "chat", "type": "semantic",
+                "written": ["Ann's dog is called Rex."]} in got[1]
+        assert [r.messages for r in llm.chat_requests] == [r.messages for r in local_llm.chat_requests]
+        system = llm.chat_requests[5].messages[0]["content"]
+        assert "Ann introduced herself and her dog Rex." in system and "- Ann's dog is called Rex." in system
+        llm.assert_all_consumed()
+
+
+async def test_collaborators_run_in_the_tool_activity_as_in_process(temporal_client: Any, task_queue: str,
+                                                                    tmp_path: Path) -> None:
+    """A supervisor delegating to a collaborator node (with its own HTTP tool) and to an agent document:
+    the same events (nested tool calls, agent_start/agent_end) and the same model requests as in process."""
+    from ..flows.test_collaboration import team_flow
+
+    script = [
+        {"tool_calls": [{"name": "billing", "arguments": {"request": "status of A1"}, "id": "s1"}]},
+        {"tool_calls": [{"name": "orderLookup", "arguments": {"orderId": "A1"}, "id": "b1"}]},
+        {"text": json.dumps({"answer": "A1 shipped, total 19.5"})},
+        {"tool_calls": [{"name": "researcher", "arguments": {"request": "usual shipping time"}, "id": "s2"}]},
+        {"text": "About 3 days."},
+        {"text": json.dumps({"response": "A1 has shipped and should arrive in about 3 days."})}]
+    user = {"id": "u1", "name": "Ann"}
+    got: dict[str, list[dict[str, Any]]] = {}
+    requests = {}
+    with shop_api() as api:
+        for mode in ("local", "temporal"):
+            with FakeLLM(script) as llm:
+                researcher = tmp_path / f"researcher-{mode}.json"
+                researcher.write_text(json.dumps({
+                    "id": "researcher", "type": "ai/agent", "name": "researcher",
+                    "configuration": {"url": llm.url, "key": "k", "model": "m",
+                                      "systemPrompt": "You research."}}))
+                async with await open_store(f"sqlite:///{tmp_path}/{mode}.db") as store:
+                    flow = Flow.from_dict(team_flow(llm.url, api, researcher), store=store)
+                    if mode == "local":
+                        got[mode] = [ev.to_dict()
+                                     async for ev in flow.stream("c1", "Where is A1?", user=user)]
+                    else:
+                        durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+                        async with durable_worker(temporal_client, task_queue, AgentHost(),
+                                                  flows=FlowHost([flow])):
+                            got[mode] = [ev.to_dict() async for ev in
+                                         durable.stream("c1", "Where is A1?", store=store, user=user)]
+                requests[mode] = [r.messages for r in llm.chat_requests]
+                llm.assert_all_consumed()
+    assert got["temporal"] == got["local"]
+    assert requests["temporal"] == requests["local"]
+    kinds = [e["event"] for e in got["temporal"]]
+    assert kinds.count("agent_start") == 2 and kinds.count("agent_end") == 2
+    assert {"event": "tool_call", "node": "support", "id": "b1", "name": "orderLookup",
+            "arguments": '{"orderId":"A1"}', "path": ["support", "billing"]} in got["temporal"]
+
+
 async def test_turns_of_one_session_sent_at_once_run_one_after_the_other(temporal_client: Any,
                                                                          task_queue: str,
                                                                          tmp_path: Path) -> None:
@@ -215,15 +296,15 @@ async def test_a_rulechain_node_feeds_the_next_agent_node(temporal_client: Any, 
         assert llm.chat_requests[0].messages[-1]["content"] == "Explain status shipped of order 42"
 
 
-def triage_flow(url: str) -> dict[str, Any]:
-    """Two agent nodes in one turn: `triage` goes on (finish: false) to `answer`."""
+def triage_flow(url: str, api: Any) -> dict[str, Any]:
+    """Two agent nodes in one turn: `triage` goes on (finish: false) to `answer`, which has a tool."""
     llm = {"url": url}
     return {"id": "triage", "nodes": [
         {"name": "triage", "type": "aiagent", "llmConfig": llm, "userMessage": "Triage: {{userInput}}",
          "output": {"schema": ANSWER}, "agentOutcomes": [{"condition": "true", "finish": False,
                                                           "transition": {"targetId": "answer"}}]},
         {"name": "answer", "type": "aiagent", "llmConfig": llm, "userMessage": "Answer: {{userInput}}",
-         "output": {"schema": ANSWER}}]}
+         "tools": [order_tool(api)], "output": {"schema": ANSWER}}]}
 
 
 def _env() -> dict[str, str]:
@@ -233,40 +314,47 @@ def _env() -> dict[str, str]:
     return env
 
 
-async def test_worker_killed_in_the_middle_of_a_turn(temporal_server: DevServer, temporal_client: Any,
-                                                     task_queue: str, tmp_path: Path,
-                                                     worker_processes: Any) -> None:
-    """The worker dies while the turn's second agent node waits for its model: another worker finishes the
-    turn; the first node, completed, does not run again; the node in flight runs again (at least once)."""
+async def test_worker_killed_in_the_middle_of_an_agent_node(temporal_server: DevServer, temporal_client: Any,
+                                                           task_queue: str, tmp_path: Path,
+                                                           worker_processes: Any) -> None:
+    """The worker dies while the turn's second agent node waits for its second model call, after its tool
+    ran: another worker finishes the turn. The first node, the second node's first model call and its tool
+    call completed before: they do not run again; only the call in flight does (at least once)."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
-        last = body["messages"][-1]["content"]
-        if last.startswith("Triage:"):
+        messages = body["messages"]
+        if messages[1]["content"].startswith("Triage:"):
             return reply("billing")
-        return {**reply("Your refund is on its way."), "delay": 2.0}
+        if not any(m["role"] == "tool" for m in messages):
+            return {"tool_calls": [{"id": "o1", "name": "orderLookup", "arguments": {"orderId": "42"}}]}
+        return {**reply("Order 42 is shipped."), "delay": 2.0}
 
     state = f"sqlite:///{tmp_path}/s.db"
     args = ["--temporal", temporal_server.address, "--task-queue", task_queue, "--state", state]
-    with FakeLLM(respond) as llm:
+    with shop_api() as api, FakeLLM(respond) as llm:
         doc = tmp_path / "triage.json"
-        doc.write_text(json.dumps(triage_flow(llm.url)))
+        doc.write_text(json.dumps(triage_flow(llm.url, api)))
         first = worker_processes([str(doc), *args], name="first", env=_env())
         durable = DurableFlow("triage", client=temporal_client, task_queue=task_queue,
                               options=DurableOptions(heartbeat_timeout=2.0))
-        turn = await durable.start("s1", "where is my refund?")
+        turn = await durable.start("s1", "where is my order?")
         deadline = time.monotonic() + 30
-        while len(llm.chat_requests) < 2:
-            assert time.monotonic() < deadline, "the turn did not reach its second node"
+        while len(llm.chat_requests) < 3:
+            assert time.monotonic() < deadline, "the turn did not reach its last model call"
             await asyncio.sleep(0.02)
         first.kill9()
         worker_processes([str(doc), *args], name="second", env=_env())
         result = await asyncio.wait_for(turn.result(), 60)
-        asked = [r.messages[-1]["content"] for r in llm.chat_requests]
+        calls = [(r.messages[1]["content"], sum(1 for m in r.messages if m["role"] == "tool"))
+                 for r in llm.chat_requests]
+        hits = [h.path for h in api.hits]
     assert [(m.node, m.content) for m in result.messages] == [("triage", "billing"),
-                                                               ("answer", "Your refund is on its way.")]
+                                                               ("answer", "Order 42 is shipped.")]
     assert (result.node, result.ended) == ("answer", False)
-    assert asked.count("Triage: where is my refund?") == 1  # completed: in the history, never again
-    assert asked.count("Answer: where is my refund?") == 2  # in flight when the worker died: again
+    assert calls.count(("Triage: where is my order?", 0)) == 1  # completed: in the history, never again
+    assert calls.count(("Answer: where is my order?", 0)) == 1
+    assert hits == ["/orders/42"]  # the tool call completed before the worker died: not again
+    assert calls.count(("Answer: where is my order?", 1)) == 2  # in flight when the worker died: again
     async with await open_store(state) as store:
         rec = await store.get_run("flow:triage:s1")
         assert rec is not None and rec.version == 1 and rec.snapshot["node"] == "answer"

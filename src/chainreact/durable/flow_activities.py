@@ -2,9 +2,8 @@
 
     chainreact.flow.load     the flow document (the turn routes with it to its end) and the stored session
                              with its version
-    chainreact.flow.agent    one `aiagent` node's run: memory window and summary, long-term recall, the agent
-                             (model calls, tools, collaborators, output validation and retries), memory
-                             writes; its events go to the state store's event log as they happen
+    chainreact.flow.node.*   an `aiagent` node's I/O: its start (memory, recall), each model call, each tool
+                             call, the suspended run, the memory writes (flow_node_activities.py)
     chainreact.flow.chain    one `rulechain` node
     chainreact.flow.save     the session saved with the version it was read at, then the turn's last events
     chainreact.flow.publish  events into the log (a failed turn's `error`)
@@ -23,10 +22,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ..flows.asking import Pending
 from ..flows.engine import Flow
-from ..flows.events import FlowEvent
-from ..flows.model import AIAgentNode, RuleChainNode
+from ..flows.model import RuleChainNode
 from .activities import Publisher, heartbeating
 from .codec import JSON
 
@@ -37,6 +34,7 @@ class FlowHost:
     def __init__(self, flows: Iterable[Flow] | Mapping[str, Flow] = ()):
         items = flows.items() if isinstance(flows, Mapping) else ((f.id, f) for f in flows)
         self.flows: dict[str, Flow] = {}
+        self.node_agents: Any = None  # flow_node_activities.NodeAgents: agent nodes' agents in use
         for key, flow in items:
             if key in self.flows and self.flows[key] is not flow:
                 raise ValueError(f"two flows with id {key!r} in one worker: give each document a distinct id")
@@ -52,6 +50,8 @@ class FlowHost:
         return flow
 
     async def aclose(self) -> None:
+        if self.node_agents is not None:
+            await self.node_agents.aclose()
         for flow in self.flows.values():
             await flow.aclose()
 
@@ -76,7 +76,9 @@ class FlowActivities:
         self.host = host
 
     def activities(self) -> list[Any]:
-        return [self.load, self.agent, self.chain, self.save, self.publish]
+        from .flow_node_activities import NodeActivities
+
+        return [self.load, self.chain, self.save, self.publish, *NodeActivities(self.host).activities()]
 
     async def _log(self, flow: Flow, req: JSON) -> _Log:
         log = _Log(await flow.store() if req.get("events", True) else None, req["log"])
@@ -91,40 +93,6 @@ class FlowActivities:
         return {"document": flow.definition.model_dump(mode="json", by_alias=True),
                 "snapshot": rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else None,
                 "version": rec.version if rec is not None else 0}
-
-    @activity.defn(name="chainreact.flow.agent")
-    async def agent(self, req: JSON) -> JSON:
-        flow = self.host.flow(req["flow"])
-        node = flow.definition.node(req["node"])
-        if not isinstance(node, AIAgentNode):
-            raise ApplicationError(f"flow {flow.id!r}: this worker's document has no aiagent node "
-                                   f"{req['node']!r} (changed under a turn in flight?)", type="FlowError",
-                                   non_retryable=True)
-        env = dict(req["env"])
-        pending = Pending.from_dict(req["pending"]) if req.get("pending") else None
-        log = await self._log(flow, req)
-        messages: list[JSON] = []
-        outcome: JSON | None = None
-        async with heartbeating(float(req.get("heartbeat", 10.0))):
-            await log.flush()
-            try:
-                async for item in flow.turn_io(req["session"]).agent(node, env, pending,
-                                                                     bool(req.get("agent_events"))):
-                    if isinstance(item, FlowEvent):
-                        d = item.to_dict()
-                        log.add_event(d)
-                        if item.type == "message":
-                            messages.append(d)
-                        await log.maybe_flush()
-                    else:
-                        outcome = {"output": item.output, "text": item.text, "attempts": item.attempts,
-                                   "asked": item.asked.to_dict() if item.asked is not None else None}
-            except Exception as e:
-                await log.flush()
-                raise _failure(e) from None
-            await log.flush()
-        assert outcome is not None
-        return {"outcome": outcome, "messages": messages, "userInput": env.get("userInput")}
 
     @activity.defn(name="chainreact.flow.chain")
     async def chain(self, req: JSON) -> JSON:

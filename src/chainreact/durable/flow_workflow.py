@@ -2,7 +2,8 @@
 
     load activity (the document, the session and its version)
       -> flows.routing.route (the same code as Flow.stream): node by node, in workflow code
-           aiagent node -> activity chainreact.flow.agent (memory, the agent's run, memory writes)
+           aiagent node -> flow_node.NodeRunner: its decisions here (the agent's ReactLoop, output
+                           validation, questions), its I/O as chainreact.flow.node.* activities
            rulechain node -> activity chainreact.flow.chain
            message / end nodes, outcomes, transitions, groups, login -> decided here, no I/O
       -> save activity (expecting the version read at the start), then the last events: turn_end
@@ -22,7 +23,6 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from ..flows.agent_node import AgentOutcome
 from ..flows.asking import Pending
 from ..flows.model import AIAgentNode, FlowDef, RuleChainNode
 from ..flows.routing import Session, route, turn_env
@@ -59,19 +59,12 @@ class _ActivityIO:
 
     async def agent(self, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
                     agent_events: bool) -> AsyncIterator[Any]:
-        wf = self.wf
-        req = {**wf.base(), "node": node.name, "env": _plain(env), "agent_events": agent_events,
-               "pending": pending.to_dict() if pending is not None else None,
-               "heartbeat": max(0.5, wf.opts.heartbeat_timeout / 4)}
-        res = await workflow.execute_activity("chainreact.flow.agent", req,
-                                              **tool_activity_options(None, wf.opts))
-        for m in res.get("messages") or ():
-            wf.record(m)  # published by the activity already; kept for the turn's result
-        if res.get("userInput") is not None:
-            env["userInput"] = res["userInput"]
-        o = res["outcome"]
-        asked = Pending.from_dict(o["asked"]) if o.get("asked") else None
-        yield AgentOutcome(o.get("output"), o.get("text"), int(o.get("attempts") or 0), asked)
+        from .flow_node import NodeRunner
+
+        req = self.wf.req
+        runner = NodeRunner(self.wf, node, env, pending, agent_events, f"flow:{req['flow']}:{req['session']}")
+        async for item in runner.run():
+            yield item
 
     async def chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
         wf = self.wf
