@@ -65,12 +65,21 @@ def cmd_chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     chat = _Chat(flow, session, user, group, interactive)
     chat.durable = durable
+    del durable
     try:
         with asyncio.Runner() as runner:
             try:
                 return chat.loop(runner)
             finally:
                 runner.run(flow.aclose())
+                if chat.durable is not None:
+                    import gc
+
+                    # Drop the Temporal client inside the loop (temporalio/sdk-python#300: its threads
+                    # calling into a finalizing interpreter can abort the process at exit).
+                    chat.durable = None
+                    gc.collect()
+                    runner.run(asyncio.sleep(0.1))
     finally:
         from .agent_cmds import _stop_local_if_started
 

@@ -202,6 +202,20 @@ def cmd_flow_send_durable(args: argparse.Namespace, text: str, user: dict[str, A
 
 async def _flow_send(args: argparse.Namespace, text: str, user: dict[str, Any] | None,
                      group: dict[str, Any] | None) -> int:
+    import asyncio
+    import gc
+
+    status = await _flow_turn(args, text, user, group)
+    # The client is gone with _flow_turn's frame: collect it while the loop and the interpreter are alive
+    # (its native threads calling into a finalizing interpreter can abort the process,
+    # temporalio/sdk-python#300).
+    gc.collect()
+    await asyncio.sleep(0.1)
+    return status
+
+
+async def _flow_turn(args: argparse.Namespace, text: str, user: dict[str, Any] | None,
+                     group: dict[str, Any] | None) -> int:
     from ..durable import DurableFlow, connect
     from ..flows.validate import load_flow
 
