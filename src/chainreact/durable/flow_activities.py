@@ -76,9 +76,7 @@ class FlowActivities:
         self.host = host
 
     def activities(self) -> list[Any]:
-        from .flow_node_activities import NodeActivities
-
-        return [self.load, self.chain, self.save, self.publish, *NodeActivities(self.host).activities()]
+        return [self.load, self.chain, self.save, self.publish]
 
     async def _log(self, flow: Flow, req: JSON) -> _Log:
         log = _Log(await flow.store() if req.get("events", True) else None, req["log"])

@@ -17,7 +17,7 @@ model call and tool call is in the history.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -48,11 +48,8 @@ from .codec import (
     output_from_dict,
     response_from_dict,
 )
-from .options import plain_activity_options, tool_activity_options
+from .options import DurableOptions, plain_activity_options, tool_activity_options
 from .workflow import RemoteTool, _cause, _reraise_cancel
-
-if TYPE_CHECKING:
-    from .flow_workflow import FlowTurnWorkflow
 
 _LIVE = ("text_delta", "reasoning_delta")  # streamed by the model activity itself
 
@@ -69,8 +66,18 @@ class NodeTool(RemoteTool):
         return dict(self._spec) if isinstance(self._spec, dict) else super().spec()
 
 
+class Turn(Protocol):
+    """What a node needs of its turn's workflow (flow_workflow.FlowTurnWorkflow)."""
+
+    opts: DurableOptions
+
+    def base(self, *last: JSON) -> JSON:
+        """The fields every activity of the turn gets, with the events waiting to be published."""
+        ...
+
+
 class NodeRunner:
-    def __init__(self, wf: FlowTurnWorkflow, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
+    def __init__(self, wf: Turn, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
                  agent_events: bool, session_key: str):
         self.wf = wf
         self.node = node

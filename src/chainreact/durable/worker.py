@@ -37,10 +37,12 @@ def make_worker(client: Any, task_queue: str, host: AgentHost, *, max_concurrent
 
     if flows is not None:
         from .flow_activities import FlowActivities
+        from .flow_node_activities import NodeActivities
         from .flow_workflow import FlowTurnWorkflow
 
         extra_workflows = (FlowTurnWorkflow, *extra_workflows)
-        extra_activities = (*FlowActivities(flows).activities(), *extra_activities)
+        extra_activities = (*FlowActivities(flows).activities(), *NodeActivities(flows).activities(),
+                            *extra_activities)
     runner = SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH))
     return Worker(
