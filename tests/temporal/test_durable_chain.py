@@ -222,3 +222,27 @@ async def test_cancel_stops_every_branch(temporal_client: Any, task_queue: str) 
             result = await asyncio.wait_for(child.result(), 15)
     assert "cancel" in str(err.value).lower()
     assert result.stop_reason == "cancelled"
+
+
+async def test_agent_node_session_history_equals_in_process(temporal_client: Any, task_queue: str) -> None:
+    doc = single_node_chain("chat", {"type": "ai/agent", "configuration": {"url": "", "model": "m"}})
+    meta = {"sessionKey": "s1", "loadHistory": "true"}
+    turns = [RuleMsg(type="Q", data=q, data_type="TEXT", metadata=dict(meta)) for q in ("hi", "again")]
+    with FakeLLM([{"text": "hello"}, {"text": "hello again"}] * 2) as llm:
+        doc["metadata"]["nodes"][0]["configuration"]["url"] = llm.url
+        local = _engine(doc)
+        expected = [await local.run("chat", m.copy()) for m in turns]
+        local.close()
+        async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(doc))):
+            durable = DurableChain("chat", client=temporal_client, task_queue=task_queue)
+            got = []
+            for m in turns:
+                run = await durable.start(m.copy())
+                got.append(await run.result())
+            acts, children = await _history_kinds(temporal_client, run.run_id)
+        sent = [r.body["messages"] for r in llm.chat_requests]
+    assert [_ends(e) for e in got] == [_ends(e) for e in expected]
+    # the second turn saw the first exchange, from the worker's session store, as in process
+    assert sent[3] == sent[1] and [m["content"] for m in sent[3]] == ["hi", "hello", "again"]
+    assert children == ["chainreact.agent"]  # the agent still runs as a child workflow
+    assert "chainreact.chain.agent_input" in acts and "chainreact.chain.agent_save" in acts

@@ -3,6 +3,8 @@
     chainreact.chain.plan   the chain's snapshot (graph, workflow nodes' configuration, engine figures)
     chainreact.chain.node   one node's OnMsg, on the worker's own loaded chain; what it told (relations,
                             messages, errors, ends, stream frames) is returned and replayed by the workflow
+    chainreact.chain.agent_input / agent_save   an agent node's session history, loaded before and saved
+                            after its child agent workflow (metadata sessionKey)
 
 A `ChainHost` is an AgentHost (it may serve agents too) over a RuleEngine holding the loaded chains; it
 also serves each `ai/agent` node's Agent under a derived name (chain_plan.agent_key), so the node can run
@@ -25,6 +27,7 @@ from ..chains.model import End
 from ..chains.msg import RuleMsg
 from .activities import AgentHost, heartbeating
 from .chain_plan import JSON, chain_snapshot, parse_agent_key
+from .codec import messages_from_list
 
 
 class ChainHost(AgentHost):
@@ -119,7 +122,7 @@ class ChainActivities:
         self.host = host
 
     def activities(self) -> list[Any]:
-        return [self.plan, self.node]
+        return [self.plan, self.node, self.agent_input, self.agent_save]
 
     @activity.defn(name="chainreact.chain.plan")
     async def plan(self, req: JSON) -> JSON:
@@ -152,3 +155,22 @@ class ChainActivities:
             except Exception as e:  # a component bug or a function that raised: Failure, as in process
                 ctx.tell_failure(msg, e)
         return {"calls": ctx.calls}
+
+    def _agent_node(self, req: JSON) -> Any:
+        node = self.host.chain(req["chain"]).nodes.get(req["node"])
+        if node is None or not hasattr(node.component, "session_input"):
+            raise ApplicationError(f"rule chain {req['chain']!r} has no agent node {req['node']!r} on this "
+                                   "worker", type="UnknownAgent", non_retryable=True)
+        return node.component
+
+    @activity.defn(name="chainreact.chain.agent_input")
+    async def agent_input(self, req: JSON) -> JSON:
+        """An agent node's input with its session's history in front (metadata sessionKey, loadHistory)."""
+        data, n_history = await self._agent_node(req).session_input(RuleMsg.from_dict(req["msg"]))
+        return {"input": data, "history": n_history}
+
+    @activity.defn(name="chainreact.chain.agent_save")
+    async def agent_save(self, req: JSON) -> None:
+        """What the agent node's child run added to its session's conversation."""
+        await self._agent_node(req).save_history(dict(req["meta"]), messages_from_list(req["messages"]),
+                                                 int(req.get("history") or 0))

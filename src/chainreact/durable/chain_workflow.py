@@ -156,16 +156,7 @@ class RemoteNode:
         if ctx.run.outputs:
             req["outputs"] = {k: m.to_dict() for k, m in ctx.run.outputs.items()}
         self.wf.nodes_run += 1
-        # A cancelled branch (message timeout, run cancelled) stops at once, as in process: the activity
-        # learns of it at its next heartbeat, the workflow does not wait for that.
-        options = {**tool_activity_options(None, self.wf.opts),
-                   "cancellation_type": workflow.ActivityCancellationType.TRY_CANCEL}
-        try:
-            res = await workflow.execute_activity("chainreact.chain.node", req, **options)
-        except ActivityError as e:
-            if _cancelled(e):
-                raise asyncio.CancelledError() from None
-            raise NodeActivityError(_failure(e)[1]) from None  # the engine turns it into Failure
+        res = await self.wf.node_activity("chainreact.chain.node", req)
         await replay(ctx, res["calls"])
 
     def close(self) -> None:
@@ -195,7 +186,8 @@ async def replay(ctx: NodeContext, calls: Sequence[JSON]) -> None:
 
 class AgentChildNode:
     """`ai/agent` / `ai/llm` as a child agent workflow, with the node's input and output contract
-    (components/ai.py). Stream mode and sessions need the node's in-worker I/O: one node activity."""
+    (components/ai.py); a session's history is loaded and saved by activities around it. Stream mode
+    needs the node's in-worker stream: one node activity."""
 
     def __init__(self, wf: ChainWorkflow, model: str, remote: RemoteNode):
         self.wf = wf
@@ -204,9 +196,13 @@ class AgentChildNode:
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
         meta = msg.metadata
-        if meta.get("stream") == "true" or meta.get("sessionKey"):
+        if meta.get("stream") == "true":
             await self.remote.on_msg(ctx, msg)
             return
+        node = ctx.node
+        where = {"chain": node.chain.id, "node": node.id}
+        session = bool(meta.get("sessionKey"))
+        n_history = 0
         model = meta.get("session_model", "").strip()
         extra = meta.get("session_extra_fields", "").strip()
         try:
@@ -215,8 +211,13 @@ class AgentChildNode:
                 if not isinstance(parsed, dict):
                     raise ValueError("metadata session_extra_fields must be a JSON object")
                 extra = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
-            key = agent_key(ctx.node.chain.id, ctx.node.id, model, extra)
-            result = await self.wf.child_agent(ctx.node.id, key, _input(msg), dict(meta))
+            key = agent_key(node.chain.id, node.id, model, extra)
+            data = _input(msg)
+            if session:  # the session's history lives in the worker's session store
+                got = await self.wf.node_activity("chainreact.chain.agent_input",
+                                                  {**where, "msg": msg.to_dict()})
+                data, n_history = got["input"], int(got["history"])
+            result = await self.wf.child_agent(node.id, key, data, dict(meta))
         except asyncio.CancelledError:
             raise
         except ChildWorkflowError as e:
@@ -232,6 +233,10 @@ class AgentChildNode:
             msg.data = text
             ctx.tell_failure(msg, text)
             return
+        if session:
+            await self.wf.node_activity("chainreact.chain.agent_save",
+                                        {**where, "meta": dict(meta), "messages": result["messages"],
+                                         "history": n_history})
         out = msg.copy()
         out.data = str(result.get("content") or "")
         out.data_type = TEXT
@@ -280,6 +285,18 @@ class ChainWorkflow:
         self.status = "done"
         return {"chain": chain.id, "ends": [{**e.to_dict(), "nodeId": e.node_id} for e in ends],
                 "streams": [f.to_dict() for f in frames], "version": snap.get("version")}
+
+    async def node_activity(self, name: str, req: JSON) -> Any:
+        """A node's activity. A cancelled branch (message timeout, run cancelled) stops at once, as in
+        process: the activity learns of it at its next heartbeat, the workflow does not wait for that."""
+        options = {**tool_activity_options(None, self.opts),
+                   "cancellation_type": workflow.ActivityCancellationType.TRY_CANCEL}
+        try:
+            return await workflow.execute_activity(name, req, **options)
+        except ActivityError as e:
+            if _cancelled(e):
+                raise asyncio.CancelledError() from None
+            raise NodeActivityError(_failure(e)[1]) from None  # the engine turns it into Failure
 
     async def child_agent(self, node_id: str, key: str, data: Any, metadata: JSON) -> JSON:
         """Run an agent node's agent as a child workflow (same task queue); its RunResult as a dict."""

@@ -161,11 +161,7 @@ class AgentNode(Component):
             msg.data = text
             ctx.tell_failure(msg, text)
             return
-        key = self._session_key(meta)
-        if key:  # what this run added to the conversation (the loaded history is already stored)
-            new = [m for m in result.messages if m.role != "system"][n_history:]
-            if new:
-                await _session_store(self.chain.engine).append(key, new)
+        await self.save_history(meta, result.messages, n_history)
         out = msg.copy()
         out.data = result.content
         out.data_type = "TEXT"
@@ -174,6 +170,19 @@ class AgentNode(Component):
         if stream:
             out.metadata["full_content"] = "true"
         ctx.tell_next(out, SUCCESS)
+
+    async def session_input(self, msg: RuleMsg) -> tuple[Any, int]:
+        """The agent's input for `msg` with the session's history in front, and the history's length
+        (the durable layer calls it and `save_history` in activities around a child agent workflow)."""
+        return await self._with_history(msg, _input(msg))
+
+    async def save_history(self, meta: dict[str, str], messages: list[Message], n_history: int) -> None:
+        """Store what a run added to the session's conversation (the loaded history is already stored)."""
+        key = self._session_key(meta)
+        if key:
+            new = [m for m in messages if m.role != "system"][n_history:]
+            if new:
+                await _session_store(self.chain.engine).append(key, new)
 
     def _session_key(self, meta: dict[str, str]) -> str | None:
         key = meta.get("sessionKey")
