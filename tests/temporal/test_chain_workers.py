@@ -114,3 +114,16 @@ async def test_worker_killed_inside_the_chain(temporal_server: DevServer, tempor
     # Completed model calls ran once; only the one in flight when the worker died ran again.
     assert Counter(requests) == {0: 1, 1: 2, 2: 1}
     assert (await run.status())["status"] == "done"
+
+
+def test_worker_arguments_are_told_apart_by_shape(tmp_path: Path) -> None:
+    from chainreact.cli.temporal_chains import split_documents
+
+    chain = write_chain(tmp_path, "http://127.0.0.1:9")
+    folder = tmp_path / "chains"
+    folder.mkdir()
+    (folder / "other.json").write_text(chain.read_text().replace("recorder_chain", "other_chain"))
+    agent = tmp_path / "agent.json"
+    agent.write_text(json.dumps({"id": "a", "type": "ai/agent", "name": "a",
+                                 "configuration": {"url": "http://127.0.0.1:9", "model": "m"}}))
+    assert split_documents([str(agent), str(chain), str(folder)]) == ([str(agent)], [str(chain), str(folder)])
