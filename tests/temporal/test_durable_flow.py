@@ -354,7 +354,8 @@ async def test_worker_killed_in_the_middle_of_an_agent_node(temporal_server: Dev
     assert calls.count(("Triage: where is my order?", 0)) == 1  # completed: in the history, never again
     assert calls.count(("Answer: where is my order?", 0)) == 1
     assert hits == ["/orders/42"]  # the tool call completed before the worker died: not again
-    assert calls.count(("Answer: where is my order?", 1)) == 2  # in flight when the worker died: again
+    # In flight when the worker died: again, at least once (a loaded machine can miss a 2 s heartbeat).
+    assert calls.count(("Answer: where is my order?", 1)) >= 2
     async with await open_store(state) as store:
         rec = await store.get_run("flow:triage:s1")
         assert rec is not None and rec.version == 1 and rec.snapshot["node"] == "answer"

@@ -36,11 +36,22 @@ class DurableRunError(ChainreactError):
         self.run_id = run_id
 
 
-async def connect(address: str, *, namespace: str = "default") -> Any:
-    """A temporalio Client for `address` (host:port)."""
+async def connect(address: str, *, namespace: str = "default", wait: float = 30.0) -> Any:
+    """A temporalio Client for `address` (host:port). A frontend still starting ("not healthy yet": its
+    port is open before it serves) is retried for up to `wait` seconds; other errors raise at once."""
+    import asyncio
+
     from temporalio.client import Client
 
-    return await Client.connect(address, namespace=namespace)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        try:
+            return await Client.connect(address, namespace=namespace)
+        except RuntimeError as e:
+            if "not healthy yet" not in str(e) or loop.time() >= deadline:
+                raise
+        await asyncio.sleep(0.2)
 
 
 class DurableAgent:
