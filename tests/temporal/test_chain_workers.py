@@ -95,7 +95,7 @@ async def test_worker_killed_inside_the_chain(temporal_server: DevServer, tempor
         chain = write_chain(tmp_path, llm.url)
         first = worker_processes([str(chain), *args], name="first", env=env)
         durable = DurableChain("recorder_chain", client=temporal_client, task_queue=task_queue,
-                               options=DurableOptions(heartbeat_timeout=2.0))
+                               options=DurableOptions(heartbeat_timeout=4.0))
         run = await durable.start(RuleMsg(data='{"n": 21}'))
         deadline = time.monotonic() + 30
         while len(llm.chat_requests) < 2:
@@ -111,8 +111,10 @@ async def test_worker_killed_inside_the_chain(temporal_server: DevServer, tempor
     lines = _tool_lines(tmp_path)
     assert [n for n, _ in lines] == [0, 1]  # every tool call ran exactly once
     assert lines[0][1] == first.proc.pid and lines[1][1] == second.proc.pid
-    # Completed model calls ran once; only the one in flight when the worker died ran again.
-    assert Counter(requests) == {0: 1, 1: 2, 2: 1}
+    # Completed model calls ran once; only the one in flight when the worker died ran again (at least
+    # once more: on a loaded machine a late heartbeat may retry it again).
+    counts = Counter(requests)
+    assert counts[0] == 1 and counts[2] == 1 and counts[1] >= 2, counts
     assert (await run.status())["status"] == "done"
 
 
