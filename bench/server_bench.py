@@ -77,14 +77,16 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(framework: str, model_url: str, folder: Path) -> tuple[subprocess.Popen[str], str]:
-    """The serving process (uvicorn in both cases, same settings), once it answers its health route."""
+def start_server(framework: str, model_url: str, folder: Path,
+                 serve_args: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The serving process (uvicorn in both cases, same settings), once it answers its health route.
+    `serve_args`: more arguments of `chainreact serve` (e.g. --loop asyncio --http h11)."""
     import httpx
 
     port = _port()
     if framework == "chainreact":
         cmd = [PYTHON, "-m", "chainreact", "serve", str(folder), "--port", str(port),
-               "--global", f"url={model_url}"]
+               "--global", f"url={model_url}", *(serve_args or [])]
         health = "/readyz"
     else:
         cmd = [PYTHON, str(BENCH / "server_load.py"), "agentos", "--url", model_url, "--port", str(port)]
@@ -129,12 +131,13 @@ def worker(args: list[str], timeout: float = 600) -> dict[str, Any]:
     return {"status": "error", "reason": f"worker exited {cp.returncode}: {cp.stderr[-1500:]}"}
 
 
-def cell(framework: str, concurrency: int, batches: int, warmup: int, folder: Path) -> dict[str, Any]:
+def cell(framework: str, concurrency: int, batches: int, warmup: int, folder: Path,
+         serve_args: list[str] | None = None) -> dict[str, Any]:
     """One measurement in fresh processes: a model server, the serving process, and the worker that runs
     the agent in-process and through the server, batch by batch in turn."""
     with Server.start(steps=h.STEPS) as model:
         try:
-            proc, base = start_server(framework, model.url, folder)
+            proc, base = start_server(framework, model.url, folder, serve_args)
         except RuntimeError as e:
             return {"status": "error", "reason": str(e)}
         try:
@@ -184,12 +187,26 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def uvicorn_setup(serve_args: list[str]) -> str:
+    """The event loop and HTTP parser uvicorn runs with ("auto" takes uvloop / httptools when installed)."""
+    import importlib.util
+
+    def pick(flag: str, fast: str, plain: str) -> str:
+        choice = serve_args[serve_args.index(flag) + 1] if flag in serve_args[:-1] else "auto"
+        if choice == "auto":
+            return fast if importlib.util.find_spec(fast) is not None else plain
+        return choice
+
+    return f"{pick('--loop', 'uvloop', 'asyncio')} + {pick('--http', 'httptools', 'h11')}"
+
+
 def measure(cfg: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
     """Run the server benchmark; returns its results (also what `suite.py --workloads server` stores)."""
     started = time.perf_counter()
     results: dict[str, Any] = {
         "meta": {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "settings": cfg,
-                 "steps": h.STEPS, "load_avg": [round(os.getloadavg()[0], 1)]},
+                 "steps": h.STEPS, "load_avg": [round(os.getloadavg()[0], 1)],
+                 "uvicorn": uvicorn_setup(cfg.get("serve_args") or [])},
         "frameworks": {}, "failures": [],
     }
     levels = [1, int(cfg["concurrency"])]
@@ -209,7 +226,7 @@ def measure(cfg: dict[str, Any], frameworks: list[str]) -> dict[str, Any]:
                 batches = int(cfg["seq_runs"]) if conc == 1 else int(cfg["waves"])
                 for fw in runnable:
                     print(f"[server-bench] round {rnd + 1} {fw:<10} {conc:>3} stream(s)", end=" ", flush=True)
-                    r = cell(fw, conc, batches, int(cfg["warmup"]), folder)
+                    r = cell(fw, conc, batches, int(cfg["warmup"]), folder, cfg.get("serve_args"))
                     results["frameworks"][fw]["levels"][str(conc)]["rounds"].append(r)
                     print(_line(r), flush=True)
                     if r.get("status") != "ok":
@@ -234,6 +251,15 @@ def _line(r: dict[str, Any]) -> str:
     return " | ".join(parts) + f"  [{r['wall_s']:.1f} s]"
 
 
+def print_summary(results: dict[str, Any]) -> None:
+    """The figures the targets are about, one line each (what the docs' table says, for the terminal)."""
+    import server_report
+
+    print(f"[server-bench] load average at start / end: {results['meta']['load_avg']}")
+    for target, measured, met in server_report.targets(results):
+        print(f"[server-bench] {target}: {measured} ({met.strip('*')})")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/server_bench.py", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="few runs, 50 streams instead of 500: rough numbers")
@@ -243,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, help="streams at once (overrides the preset's 500/50)")
     p.add_argument("--rounds", type=int, help="rounds (overrides the preset)")
     p.add_argument("--warmup", type=int, help="warm-up runs per mode (overrides the preset)")
+    p.add_argument("--serve-args", default="",
+                   help="more arguments of `chainreact serve`, e.g. '--loop asyncio --http h11' (an A/B)")
+    p.add_argument("--instr", action="store_true",
+                   help="also count instructions per request under valgrind (bench/server_instr.py; a few "
+                        "minutes more; load-independent)")
     p.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md and the chart")
     p.add_argument("--out", type=Path, default=BENCH / "results", help="directory for the JSON results")
     args = p.parse_args(argv)
@@ -257,7 +288,18 @@ def main(argv: list[str] | None = None) -> int:
         if val is not None:
             cfg[key] = val
     cfg["quick"] = args.quick
+    if args.serve_args:
+        cfg["serve_args"] = args.serve_args.split()
     results = measure(cfg, fws)
+    if args.instr:
+        import server_instr
+
+        print("[server-bench] instructions per request (callgrind)", flush=True)
+        results["instr"] = server_instr.measure(fws, serve_args=cfg.get("serve_args"))
+        for fw, r in results["instr"]["frameworks"].items():
+            if r.get("status") != "ok":
+                results["failures"].append(f"{fw} instructions: {r.get('reason')}")
+    print_summary(results)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "server-latest.json"
     tmp = path.with_suffix(".tmp")

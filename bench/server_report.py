@@ -61,7 +61,18 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
                 continue
             row(f"{what} added by the server at {level} stream(s): below AgentOS's",
                 f"chainreact {a:+.2f} ms, AgentOS {b:+.2f} ms", a < b)
+    ins = _instr(results)
+    if "chainreact" in ins and "agno" in ins:
+        a, b = ins["chainreact"]["added"], ins["agno"]["added"]
+        row("instructions per request added by the server at 1 stream (callgrind): below AgentOS's",
+            f"chainreact {a / 1e6:+.2f} M, AgentOS {b / 1e6:+.2f} M", a < b)
     return rows
+
+
+def _instr(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The frameworks measured in instructions (bench/server_instr.py), when the run did."""
+    fws = (results.get("instr") or {}).get("frameworks") or {}
+    return {fw: r for fw, r in fws.items() if r.get("status") == "ok"}
 
 
 def block(results: dict[str, Any], chart: str | None) -> str:
@@ -73,7 +84,8 @@ def block(results: dict[str, Any], chart: str | None) -> str:
            f"at 1 stream {s['seq_runs']} runs per mode, at {s['concurrency']} streams {s['waves']} "
            "wave(s) per mode; medians over rounds."
            + (f" Load average at start / end: {load[0]} / {load[1]} (a shared machine: the CPU figures "
-              "hold up, the times less)." if load else ""), ""]
+              "hold up, the times less)." if load else "")
+           + (f" uvicorn (both servers): {m['uvicorn']}." if m.get("uvicorn") else ""), ""]
     rows = targets(results)
     if rows:
         lines = ["| Target | Measured |  |", "|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows]
@@ -100,6 +112,15 @@ def block(results: dict[str, Any], chart: str | None) -> str:
             "through the server, timed by the client; *added* = served minus in-process (median of the "
             "rounds' differences). CPU/request: the measuring process's CPU per in-process run, the "
             "serving process's CPU per request.", "", *table, ""]
+    ins = _instr(results)
+    if ins:
+        n = results["instr"]["runs"]
+        out += [f"Instructions (valgrind's callgrind: load-independent; {n} sequential requests, after a "
+                "warm-up), in millions:", "",
+                "| Server | per run in-process | per request served | added |", "|---|---|---|---|"]
+        out += [f"| {NAMES.get(fw, fw)} | {r['inproc_per_run'] / 1e6:.2f} | "
+                f"{r['served_per_request'] / 1e6:.2f} | {r['added'] / 1e6:+.2f} |" for fw, r in ins.items()]
+        out.append("")
     if chart:
         out += [f"![server overhead](img/{chart})", ""]
     return "\n".join(out)

@@ -125,3 +125,32 @@ def test_report_replaces_only_its_block_and_judges_the_targets(tmp_path: Path) -
     assert "OLD-BLOCK" not in text and "kept" in text and "also kept" in text
     assert "| chainreact serve | 12 | 5.00 | 35.00 | +30.00 |" in text
     assert "n/a (agno's AgentOS is not installed)" in text
+
+
+def test_report_shows_instruction_counts_and_the_uvicorn_setup(tmp_path: Path) -> None:
+    results = {
+        "meta": {"date": "2026-12-01 00:00 UTC", "duration_s": 60.0, "load_avg": [1.0, 2.0],
+                 "uvicorn": "uvloop + httptools",
+                 "settings": {"seq_runs": 4, "concurrency": 12, "waves": 1, "rounds": 1, "quick": True}},
+        "frameworks": {fw: {"status": "ok", "levels": {"1": {"summary": _summary(0.5, 1.0)}}}
+                       for fw in ("chainreact", "agno")},
+        "failures": [],
+        "instr": {"runs": 20, "frameworks": {
+            "chainreact": {"status": "ok", "inproc_per_run": 17.5e6, "served_per_request": 19.0e6,
+                           "added": 1.5e6},
+            "agno": {"status": "ok", "inproc_per_run": 40e6, "served_per_request": 70e6, "added": 30e6}}},
+    }
+    rows = {(r[0], r[1], r[2]) for r in server_report.targets(results)}
+    assert ("instructions per request added by the server at 1 stream (callgrind): below AgentOS's",
+            "chainreact +1.50 M, AgentOS +30.00 M", "met") in rows
+    doc = tmp_path / "performance.md"
+    doc.write_text("<!-- generated:server -->\n<!-- /generated:server -->\n")
+    server_report.write(results, doc_path=doc)
+    text = doc.read_text()
+    assert "| chainreact serve | 17.50 | 19.00 | +1.50 |" in text
+    assert "uvicorn (both servers): uvloop + httptools." in text
+
+
+def test_the_uvicorn_setup_follows_the_serve_arguments() -> None:
+    assert server_bench.uvicorn_setup(["--loop", "asyncio", "--http", "h11"]) == "asyncio + h11"
+    assert server_bench.uvicorn_setup(["--http", "httptools"]).endswith("+ httptools")

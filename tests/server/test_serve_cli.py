@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 
 def _port() -> int:
@@ -20,14 +22,16 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_serve_process_answers_and_stops_on_sigterm(fake_llm: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stack", [[], ["--loop", "asyncio", "--http", "h11"]], ids=["auto", "asyncio-h11"])
+def test_serve_process_answers_and_stops_on_sigterm(fake_llm: Any, tmp_path: Path, stack: list[str]) -> None:
+    # auto: uvloop and httptools (the `server` extra installs them); asyncio + h11: serving without them
     llm = fake_llm([{"text": "served"}])
     doc = {"id": "bot", "configuration": {"url": "${global.url}", "key": "k", "model": "fake-model"}}
     (tmp_path / "bot.json").write_text(json.dumps(doc))
     (tmp_path / "package.json").write_text('{"name": "not-an-agent"}')  # skipped, not an error
     port = _port()
     proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", str(tmp_path), "--port", str(port),
-                             "--global", f"url={llm.url}"], stderr=subprocess.PIPE, text=True)
+                             "--global", f"url={llm.url}", *stack], stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -69,3 +73,16 @@ def test_runs_pruning_flags_refuse_bad_values(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", str(tmp_path), flag, value],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and flag in proc.stderr and why in proc.stderr, proc.stderr
+
+
+def test_a_loop_or_parser_that_is_not_installed_is_refused(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    for module in ("uvloop", "httptools"):
+        (hidden / f"{module}.py").write_text("raise ImportError('not here')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])}
+    for flag, value in (("--loop", "uvloop"), ("--http", "httptools")):
+        proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", str(tmp_path), flag, value],
+                              capture_output=True, text=True, timeout=60, env=env)
+        assert proc.returncode == 2, proc.stderr
+        assert f"{flag} {value}: {value} is not installed" in proc.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import ipaddress
 import os
 import signal
@@ -33,6 +34,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise UsageError(f"serve needs the 'server' extra: pip install 'chainreact[server]' ({exc})"
                          ) from None
+    for flag, choice in (("--loop", args.loop), ("--http", args.http)):
+        if choice in ("uvloop", "httptools"):
+            try:
+                importlib.import_module(choice)
+            except ImportError as exc:
+                raise UsageError(f"serve {flag} {choice}: {choice} is not installed ({exc}); "
+                                 "pip install 'chainreact[server]' installs it where it is available"
+                                 ) from None
     if args.rate_limit:
         from ..server.ratelimit import parse_rate
 
@@ -88,7 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      cors_origins=args.cors_origin or [], access_log=args.access_log, watch=watch, **extras)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                             timeout_graceful_shutdown=max(args.grace, 0.001), access_log=False,
-                            forwarded_allow_ips=args.forwarded_allow_ips)
+                            forwarded_allow_ips=args.forwarded_allow_ips, loop=args.loop, http=args.http)
     _graceful_server(config, app.state.ctx.extras["runs"]).run()
     return EXIT_OK
 
@@ -178,6 +187,10 @@ def register(add: AddCommand) -> None:
                    help="one JSON line per request on stderr (never keys, headers or bodies; default off)")
     p.add_argument("--no-watch", action="store_true",
                    help="do not watch the given files and folders (default: changed files are reloaded)")
+    p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                   help="event loop (default auto: uvloop when installed, else asyncio)")
+    p.add_argument("--http", choices=("auto", "h11", "httptools"), default="auto",
+                   help="HTTP/1.1 parser (default auto: httptools when installed, else h11)")
     p.add_argument("--forwarded-allow-ips", metavar="IPS",
                    help="trust X-Forwarded-For/-Proto from these proxy addresses (comma-separated, "
                         "'*' = any; default: 127.0.0.1, or $FORWARDED_ALLOW_IPS)")
