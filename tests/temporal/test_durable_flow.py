@@ -150,6 +150,9 @@ async def test_ask_user_and_outcome_across_turns_stream_the_events_of_an_in_proc
                 [("/refunds", {"orderId": "A1", "reason": "late", "amount": 19.5})]
             rec = await store.get_run("flow:shop:s1")
             assert rec is not None and rec.snapshot["node"] == "bye" and rec.snapshot["pending"] is None
+            # The agent run that asked was saved interrupted, claimed by the answer, and ended done.
+            runs = [r for r in await store.runs(limit=10) if r.run_id.startswith("clerk-")]
+            assert [r.status for r in runs] == ["done"], runs
         llm.assert_all_consumed()
 
 

@@ -133,8 +133,8 @@ class NodeRunner:
             attempts = 1
         plan = self._plan(start)
         self.agent = plan.agent
+        done: JSON | None = None  # the resumed run, ended: marked done in the store (as in process)
         while True:
-            result = None
             async for ev in self._drive(plan, data, resume):
                 yield ev
             result = self.loop.result if self.loop is not None else None
@@ -148,6 +148,11 @@ class NodeRunner:
                     yield ev
                 yield AgentOutcome(asked=asked)
                 return
+            if resume is not None and resumed is not None:
+                done = {"run_id": resumed, "steps": result.steps, "agent": plan.agent,
+                        "messages": messages_to_list(result.messages), "session": self.session_key,
+                        "version": version, "extra": {"flowNode": node.name, "content": result.content,
+                                                      "stop_reason": result.stop_reason}}
             output, errors = parse_output(result.content, schema)
             if not errors:
                 break
@@ -157,12 +162,6 @@ class NodeRunner:
             retry = Message("user", RETRY_PROMPT.format(errors="\n".join(f"- {e}" for e in errors)))
             data, resume = [*result.messages, retry], None
         text = answer_text(output, schema)
-        done = None
-        if resumed is not None and result.metadata.get("run_id") == resumed:
-            done = {"run_id": resumed, "steps": result.steps, "messages": messages_to_list(result.messages),
-                    "agent": plan.agent, "session": self.session_key, "version": version,
-                    "extra": {"flowNode": node.name, "stop_reason": result.stop_reason,
-                              "content": result.content}}
         fin = await self._activity("finish", self._req(
             env=self.plain_env, key=key, user_text=user_text, content=result.content, text=text,
             memories=memories, done=done), long)
