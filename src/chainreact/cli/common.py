@@ -6,10 +6,12 @@ import argparse
 import logging
 import sys
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from ..errors import UsageError
+
+T = TypeVar("T")
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -126,3 +128,21 @@ def add_globals(p: argparse.ArgumentParser) -> None:
 # A command module's `register(add)` declares its commands through this: `add(name, func, help)` returns
 # the subparser to add arguments to.
 AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
+
+
+def run_with_temporal_client(main: Callable[[], Awaitable[T]]) -> T:
+    """`asyncio.run(main())` for a command that holds a Temporal client in `main`: once `main` has
+    returned (its frame, and the client with it, gone), garbage is collected inside the still-running
+    loop. A client collected later, by a finalizing interpreter, can abort the process at exit with
+    `PyGILState_Release` (temporalio/sdk-python#300)."""
+    import asyncio
+    import gc
+
+    async def go() -> T:
+        try:
+            return await main()
+        finally:
+            gc.collect()
+            await asyncio.sleep(0.1)  # let the client's native threads wind down
+
+    return asyncio.run(go())

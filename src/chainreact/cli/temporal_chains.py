@@ -11,7 +11,7 @@ import argparse
 import os
 from typing import Any
 
-from .common import UsageError
+from .common import UsageError, run_with_temporal_client
 
 
 def split_documents(paths: list[str]) -> tuple[list[str], list[str]]:
@@ -49,9 +49,6 @@ def chain_host(chain_paths: list[str], globals_: dict[str, Any], agents: list[An
 
 def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any) -> tuple[list[Any], list[Any]]:
     """One message through chain `chain_id` as a workflow executed by a worker: (ends, stream frames)."""
-    import asyncio
-    import gc
-
     from ..durable import DurableChain, connect
 
     if not args.temporal:
@@ -63,12 +60,6 @@ def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any) -> tupl
         client = await connect(str(args.temporal), namespace=args.namespace)
         run = await DurableChain(chain_id, client=client, task_queue=args.task_queue).start(
             msg, timeout=args.timeout)
-        out = await run.result(), run.frames
-        # Drop the client while the loop and the interpreter are alive: its native threads calling back
-        # into a finalizing interpreter can abort the process at exit (temporalio/sdk-python#300).
-        del client, run
-        gc.collect()
-        await asyncio.sleep(0.1)
-        return out
+        return await run.result(), run.frames
 
-    return asyncio.run(go())
+    return run_with_temporal_client(go)

@@ -20,7 +20,16 @@ import os
 import sys
 from typing import Any
 
-from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals, write
+from .common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    AddCommand,
+    UsageError,
+    add_globals,
+    build_globals,
+    run_with_temporal_client,
+    write,
+)
 
 ENV_ADDRESS = "CHAINREACT_TEMPORAL"
 DEFAULT_QUEUE = "chainreact"
@@ -53,9 +62,7 @@ def _address(args: argparse.Namespace) -> str:
 # -- worker -----------------------------------------------------------------------------------------
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    import asyncio
-
-    return asyncio.run(_worker(args))
+    return run_with_temporal_client(lambda: _worker(args))
 
 
 async def _worker(args: argparse.Namespace) -> int:
@@ -144,9 +151,7 @@ def _with_chains(args: argparse.Namespace, doc: Any, globals_: dict[str, Any]) -
 def cmd_run_durable(args: argparse.Namespace, prompt: str) -> int:
     """`chainreact run DOC PROMPT --temporal ...`: the run is a workflow; a worker serving the document's
     agent (by name) executes it. Same output as an in-process run."""
-    import asyncio
-
-    return asyncio.run(_run(args, prompt))
+    return run_with_temporal_client(lambda: _run(args, prompt))
 
 
 async def _run(args: argparse.Namespace, prompt: str) -> int:
@@ -195,23 +200,7 @@ def cmd_flow_send_durable(args: argparse.Namespace, text: str, user: dict[str, A
                           group: dict[str, Any] | None) -> int:
     """`chainreact flow send FLOW TEXT --temporal ...`: the turn is a workflow; a worker hosting the flow
     (by id) runs it. Same output as an in-process turn."""
-    import asyncio
-
-    return asyncio.run(_flow_send(args, text, user, group))
-
-
-async def _flow_send(args: argparse.Namespace, text: str, user: dict[str, Any] | None,
-                     group: dict[str, Any] | None) -> int:
-    import asyncio
-    import gc
-
-    status = await _flow_turn(args, text, user, group)
-    # The client is gone with _flow_turn's frame: collect it while the loop and the interpreter are alive
-    # (its native threads calling into a finalizing interpreter can abort the process,
-    # temporalio/sdk-python#300).
-    gc.collect()
-    await asyncio.sleep(0.1)
-    return status
+    return run_with_temporal_client(lambda: _flow_turn(args, text, user, group))
 
 
 async def _flow_turn(args: argparse.Namespace, text: str, user: dict[str, Any] | None,
@@ -252,9 +241,7 @@ async def _flow_turn(args: argparse.Namespace, text: str, user: dict[str, Any] |
 # -- durable answer / cancel / status ------------------------------------------------------------------
 
 def cmd_durable(args: argparse.Namespace) -> int:
-    import asyncio
-
-    return asyncio.run(_durable(args))
+    return run_with_temporal_client(lambda: _durable(args))
 
 
 async def _durable(args: argparse.Namespace) -> int:
