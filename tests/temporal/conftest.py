@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from chainreact.durable import DevServer, connect
+from chainreact.durable.devserver import die_with_parent
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +45,8 @@ class WorkerProcess:
         self._fh = open(log, "ab")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen([sys.executable, "-m", "chainreact", "worker", *args], stdout=self._fh,
                                      stderr=subprocess.STDOUT, start_new_session=True,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})},
+                                     preexec_fn=die_with_parent(os.getpid()))  # no orphan on kill -9
 
     def wait_ready(self, timeout: float = 30.0) -> WorkerProcess:
         deadline = time.monotonic() + timeout

@@ -220,6 +220,11 @@ class Agent:
     def agent_id(self) -> str:
         return str(self.rule_chain.get("id") or self.name)
 
+    @property
+    def middleware(self) -> MiddlewareChain:
+        """The run's middleware (global first), sorted by hook point."""
+        return self._mw
+
     def load_sub_agent(self, found: Any) -> Agent:
         """An agent-registry entry (a document, a path, an Agent) as an Agent sharing our globals."""
         if isinstance(found, Agent):

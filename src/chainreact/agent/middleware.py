@@ -29,7 +29,7 @@ import importlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import Message, StreamItem
@@ -95,7 +95,15 @@ class ToolCallInfo:
 
 
 class Middleware:
-    """Base class with no-op hooks: override only what you need."""
+    """Base class with no-op hooks: override only what you need.
+
+    `durable` says where the loop hooks (before_agent, before_model, after_model, after_agent,
+    on_agent_error) run in a durable run (chainreact.durable, docs/durable.md): "workflow" (the default)
+    runs them in the workflow code, in the loop's order, so they must be deterministic and do no I/O (a
+    replay runs them again); "worker" leaves them out of durable runs (hooks that measure or trace one
+    process). The wrap hooks always run in the worker, around the model or tool call's activity."""
+
+    durable: ClassVar[str] = "workflow"
 
     async def before_agent(self, ctx: AgentContext) -> None:
         return None
@@ -129,10 +137,11 @@ def _overrides(mw: Middleware, name: str) -> bool:
 class MiddlewareChain:
     """Pre-sorted hook lists, so a run pays only for the hooks that are actually overridden."""
 
-    __slots__ = ("after_agent", "after_model", "before_agent", "before_model", "on_agent_error", "wrap_model",
-                 "wrap_stream_tool", "wrap_tool")
+    __slots__ = ("after_agent", "after_model", "all", "before_agent", "before_model", "on_agent_error",
+                 "wrap_model", "wrap_stream_tool", "wrap_tool")
 
     def __init__(self, middleware: Sequence[Middleware]):
+        self.all = tuple(middleware)
         self.before_agent = [m for m in middleware if _overrides(m, "before_agent")]
         self.after_agent = [m for m in middleware if _overrides(m, "after_agent")]
         self.on_agent_error = [m for m in middleware if _overrides(m, "on_agent_error")]

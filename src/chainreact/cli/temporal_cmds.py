@@ -178,6 +178,10 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
                     write(json.dumps(ev, ensure_ascii=False) + "\n")
                 elif ev.get("type") == "text_delta":
                     write(str(ev.get("text", "")))
+                elif ev.get("type") == "stream_reset":  # a retried model call: its text starts over
+                    write("\n")
+                    write(f"[model call retried (attempt {ev.get('attempt')}): its text starts again]\n",
+                          sys.stderr)
                 if ev.get("type") in ("error", "cancelled"):
                     status = EXIT_FAIL
     result = await run.result()

@@ -34,7 +34,7 @@ from ..agent.interrupt import ANSWER
 from ..agent.plan import RunPlan
 from ..errors import ModelError
 from ..tools.base import Tool, ToolContext
-from ..types import Event, ReasoningChunk, TextChunk, ToolCall
+from ..types import Event, Message, ReasoningChunk, TextChunk, ToolCall
 from .codec import (
     JSON,
     call_from_dict,
@@ -48,6 +48,7 @@ from .codec import (
 log = logging.getLogger("chainreact.durable")
 
 FLUSH_EVERY = 0.05  # seconds: live events are appended in small batches, not one write per token
+STREAM_RESET = "stream_reset"  # a retried model attempt starts over: drop the step's streamed text so far
 
 
 class UnknownAgentError(ApplicationError):
@@ -113,6 +114,20 @@ class AgentHost:
             await agent.aclose()
 
 
+# The hosts of this process's workers, by task queue: the workflow code finds its agent's loop-hook
+# middleware here (chainreact is passed through the sandbox, so this is the same dict in there).
+HOSTS: dict[str, AgentHost] = {}
+
+
+def loop_middleware(task_queue: str, agent: str) -> tuple[Any, ...]:
+    """The middleware of `agent` whose loop hooks run in the workflow (`Middleware.durable`)."""
+    host = HOSTS.get(task_queue)
+    found = host.agents.get(agent) if host is not None else None
+    if found is None:
+        return ()
+    return tuple(m for m in found.middleware.all if getattr(m, "durable", "workflow") == "workflow")
+
+
 class Publisher:
     """Appends events to one run's log in the state store, batched (nothing without a store)."""
 
@@ -142,9 +157,10 @@ async def heartbeating(every: float) -> AsyncIterator[None]:
     """Heartbeat while the activity runs: a dead worker is noticed, a cancel request is delivered."""
 
     async def beat() -> None:
+        # Not at once: a heartbeat is a server write, and most calls end before the first one is due.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(every)
+            activity.heartbeat()
 
     task = asyncio.ensure_future(beat())
     try:
@@ -174,15 +190,22 @@ class AgentActivities:
         await self.host.io_plan(name)  # first: it records the client's retries before turning them off
         plan = await agent.plan(metadata=req.get("metadata"), session_values=req.get("session_values"))
         data = req.get("input")
+        system = "generated"
         if plan.gen_model_input is not None:
             messages = await gen_messages(plan.gen_model_input, plan.instruction, data)
         else:
-            messages = build_messages(data, plan.instruction, plan.preset, plan.system_hook)
+            # build_messages(data, instruction, ...) in two halves, so that the workflow can put another
+            # instruction in front when before_agent middleware changes it (see workflow._messages)
+            messages = build_messages(data, "", plan.preset, plan.system_hook)
+            system = "own" if any(m.role == "system" for m in messages) else "instruction"
+            if system == "instruction" and plan.instruction:
+                messages.insert(0, Message("system", plan.instruction))
         cfg = agent.config
         return {
             "agent": name,
             "instruction": plan.instruction,
             "messages": messages_to_list(messages),
+            "system": system,
             "tools": [_tool_spec(t) for t in plan.tools],
             "deferred": [_tool_spec(t) for t in plan.deferred_tools],
             "return_directly": sorted(plan.return_directly),
@@ -204,8 +227,13 @@ class AgentActivities:
         for d in req.get("publish") or ():
             pub.add(d)
         live = bool(req.get("live"))
+        attempt = activity.info().attempt
+        if live and attempt > 1:
+            # An earlier attempt may have streamed part of its text: readers drop it (docs/durable.md).
+            pub.add(_stamp({"type": STREAM_RESET, "attempt": attempt}, req))
         side: list[Event] = []
         response: JSON | None = None
+        delivered = 0
         async with heartbeating(float(req.get("heartbeat", 10.0))):
             await pub.flush()
             try:
@@ -213,9 +241,10 @@ class AgentActivities:
                                     stream=bool(req.get("stream")), on_event=side.append)
                 async for item in stream:
                     if isinstance(item, TextChunk | ReasoningChunk):
+                        delivered += 1
                         if live and item.text:
                             kind = "text_delta" if isinstance(item, TextChunk) else "reasoning_delta"
-                            pub.add(_stamp({"type": kind, "text": item.text}, req))
+                            pub.add(_stamp({"type": kind, "text": item.text, "attempt": attempt}, req))
                             await pub.maybe_flush()
                     elif hasattr(item, "message"):
                         response = response_to_dict(item)  # type: ignore[arg-type]
@@ -223,7 +252,8 @@ class AgentActivities:
                 await pub.flush()
                 delay = timedelta(seconds=e.retry_after) if e.retry_after else None
                 # from None: the client's error chain can be long (and Temporal serialises all of it)
-                raise ApplicationError(str(e), type=type(e).__name__, non_retryable=not e.retryable,
+                raise ApplicationError(str(e), type=type(e).__name__,
+                                       non_retryable=not _retryable(e, delivered),
                                        next_retry_delay=delay) from None
             await pub.flush()
         if response is None:
@@ -278,6 +308,18 @@ class AgentActivities:
             await store.save_run(req["run_id"], {"format": "temporal", "workflow_id": req["run_id"],
                                                  "result": req.get("result")},
                                  status=req["status"], agent=req.get("agent"))
+
+
+def _retryable(e: ModelError, delivered: int) -> bool:
+    """The client refuses to retry a stream that failed after its first chunk (the caller saw part of the
+    answer). A durable run may: the next attempt starts with a `stream_reset` event, so readers drop the
+    partial text. Retried then when the underlying failure is retryable (a cut connection, a 5xx)."""
+    if e.retryable:
+        return True
+    # The client's failure as it was, before the "stream failed after N items" wrapper (its cause, or its
+    # context when a failover layer re-raised the wrapper from itself).
+    inner = (e.__cause__, e.__context__)
+    return bool(delivered) and any(isinstance(x, ModelError) and x is not e and x.retryable for x in inner)
 
 
 def _drain(pending: list[Event], pub: Publisher, req: JSON) -> None:

@@ -25,6 +25,8 @@ from .codec import JSON, result_from_dict
 from .options import DurableOptions
 
 STOP_EVENTS = ("final", "error", "cancelled", "interrupted")
+# A model attempt's live text, and the retried attempt's `stream_reset` (activities.STREAM_RESET).
+RESET_EVENTS = ("text_delta", "reasoning_delta", "stream_reset")
 
 
 class DurableRunError(ChainreactError):
@@ -79,18 +81,42 @@ class DurableAgent:
         from .workflow import WORKFLOW
 
         client = await self.client()
-        rid = run_id or f"{self.name}-{uuid.uuid4().hex[:16]}"
-        req: JSON = {"agent": self.name, "input": input, "stream": stream, "metadata": dict(metadata or {}),
-                     "session_values": dict(session_values) if session_values is not None else None,
-                     "options": self.options.to_dict()}
+        rid, req = self._request(input, stream, metadata, session_values, run_id)
         handle = await client.start_workflow(WORKFLOW, req, id=rid, task_queue=self.task_queue)
         return DurableRun(handle, rid)
 
-    async def run(self, input: Any = None, **kwargs: Any) -> RunResult:
+    def _request(self, input: Any, stream: bool, metadata: Mapping[str, Any] | None,
+                 session_values: Mapping[str, Any] | None, run_id: str | None) -> tuple[str, JSON]:
+        rid = run_id or f"{self.name}-{uuid.uuid4().hex[:16]}"
+        return rid, {"agent": self.name, "input": input, "stream": stream, "metadata": dict(metadata or {}),
+                     "session_values": dict(session_values) if session_values is not None else None,
+                     "options": self.options.to_dict()}
+
+    async def run(self, input: Any = None, *, stream: bool = False,
+                  metadata: Mapping[str, Any] | None = None,
+                  session_values: Mapping[str, Any] | None = None,
+                  run_id: str | None = None) -> RunResult:
         """Start a run and wait until it stops (done, cancelled, or interrupted: answer it with
         `DurableRun.answer` through `self.get(result.metadata["run_id"])`)."""
-        run = await self.start(input, **kwargs)
-        return await run.result()
+        from temporalio.client import WithStartWorkflowOperation
+        from temporalio.common import WorkflowIDConflictPolicy
+
+        from .workflow import WORKFLOW
+
+        client = await self.client()
+        rid, req = self._request(input, stream, metadata, session_values, run_id)
+        # One call starts the run and waits for it (update-with-start): the `wait` update reaches the
+        # workflow with its first task, so waiting costs no extra workflow task and no second request.
+        op: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            WORKFLOW, req, id=rid, task_queue=self.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+        try:
+            stop = await client.execute_update_with_start_workflow("wait", start_workflow_operation=op,
+                                                                   result_type=dict)
+        except Exception:  # the run failed (the update cannot complete), or did not start: see below
+            stop = None
+        run = DurableRun(await op.workflow_handle(), rid)
+        return await run.result(stop)
 
     async def get(self, run_id: str) -> DurableRun:
         """The handle of a run started earlier (by any process)."""
@@ -105,16 +131,17 @@ class DurableRun:
         self.handle = handle
         self.run_id = run_id
 
-    async def result(self) -> RunResult:
+    async def result(self, stop: JSON | None = None) -> RunResult:
         """The RunResult once the run stops: at its end, or at an interrupt (`stop_reason` "interrupted",
         `interruption` holding the questions). Raises DurableRunError when the run failed."""
         from temporalio.client import WorkflowFailureError
 
-        try:
-            stop = await self.handle.execute_update("wait", result_type=dict)
-        except Exception:  # the workflow already ended (an update cannot reach it): read its result
-            stop = None
-        if stop is not None and stop.get("status") == "interrupted" and stop.get("result"):
+        if stop is None:
+            try:
+                stop = await self.handle.execute_update("wait", result_type=dict)
+            except Exception:  # the workflow already ended (an update cannot reach it): read its result
+                stop = None
+        if stop is not None and stop.get("status") != "failed" and stop.get("result"):
             return result_from_dict(stop["result"])
         try:
             out = await self.handle.result()
@@ -157,17 +184,29 @@ class DurableRun:
     async def events(self, store: Any, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
         """The run's events (dicts, as `--jsonl` prints them) from `store`'s log, while the run goes on,
         until the run stops (final, error, cancelled or interrupted). The workers must have been started
-        with the same store, and the run with `stream=True` for text deltas as they arrive."""
+        with the same store, and the run with `stream=True` for text deltas as they arrive.
+
+        A model call retried after it streamed part of its text (a cut connection, a lost worker) starts
+        again with a `stream_reset` event (`attempt`: the new attempt): drop the text and reasoning deltas
+        of that step received so far. Deltas of an attempt already superseded are not yielded."""
         import asyncio
 
         from temporalio.client import WorkflowExecutionStatus
 
         idle = 0.0
         ended = False
+        attempts: dict[tuple[Any, ...], int] = {}  # (path, step) -> the model attempt streaming now
         while True:
             batch = await store.events(self.run_id, after=after, limit=500)
             for ev in batch:
                 after = ev.id
+                if ev.type in RESET_EVENTS:
+                    d = ev.data
+                    key = (tuple(d.get("path") or ()), d.get("step"))
+                    attempt = int(d.get("attempt") or 1)
+                    if attempt < attempts.get(key, 1):
+                        continue  # a superseded attempt still writing (e.g. one that timed out)
+                    attempts[key] = attempt
                 yield ev.data
                 if ev.type in STOP_EVENTS:
                     return

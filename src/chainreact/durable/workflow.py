@@ -29,15 +29,18 @@ from ..agent.cancel import CancelMode, CancelState, repair_history
 from ..agent.detection import DRAIN
 from ..agent.interrupt import ANSWER, Checkpoint, Resume
 from ..agent.loop import ReactLoop
+from ..agent.middleware import MiddlewareChain
 from ..agent.plan import Detection, Limits, RunPlan
 from ..agent.result import RunResult
 from ..errors import ModelError
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import Cancelled, Event, Message, StreamItem, ToolCall
+from .activities import loop_middleware
 from .codec import (
     JSON,
     call_to_dict,
     client_event_from_dict,
+    messages_from_list,
     messages_to_list,
     output_from_dict,
     question_to_dict,
@@ -88,7 +91,7 @@ class AgentWorkflow:
         self.checkpoint: Checkpoint | None = None
         self.loop: ReactLoop | None = None
         self.loop_task: asyncio.Task[None] | None = None
-        self.stopped: JSON | None = None  # what the `wait` update returns at an interrupt
+        self.stopped: JSON | None = None  # what the `wait` update returns (at an interrupt, at the end)
         self.req: JSON = {}
         self.run_id = ""
         self.events = False
@@ -103,7 +106,9 @@ class AgentWorkflow:
         self.opts = DurableOptions.from_dict(req.get("options"))
         name = req["agent"]
         try:
-            snap: JSON = await workflow.execute_activity(
+            # A local activity: it runs in this worker within the workflow task (no task queue round
+            # trip, no extra workflow task); it has no side effect, so running it again is harmless.
+            snap: JSON = await workflow.execute_local_activity(
                 "chainreact.agent.plan", {"agent": name, "input": req.get("input"),
                                           "metadata": req.get("metadata"),
                                           "session_values": req.get("session_values")},
@@ -117,7 +122,7 @@ class AgentWorkflow:
         self.events = bool(snap.get("events"))
         self.status = "running"
         plan = self._plan(snap)
-        resume = Resume(messages=snap["messages"], step=0, run_id=self.run_id)
+        resume: Resume | None = None  # the first messages come from the snapshot (self._messages)
         while True:
             result = await self._drive(plan, req.get("input"), resume)
             if result.stop_reason != "interrupted":
@@ -142,13 +147,13 @@ class AgentWorkflow:
         return await self._end(result)
 
     async def _end(self, result: RunResult) -> JSON:
-        out = result_to_dict(result)
+        out = self.stopped = result_to_dict(result)
         self.status = "cancelled" if result.stop_reason == "cancelled" else "done"
         await self._publish(self.status, out)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return {"result": out}
 
-    async def _drive(self, plan: RunPlan, data: Any, resume: Resume) -> RunResult:
+    async def _drive(self, plan: RunPlan, data: Any, resume: Resume | None) -> RunResult:
         loop = self.loop = ReactLoop(plan, streaming=False, cancel=self.cancel, run_id=self.run_id)
 
         async def consume() -> None:
@@ -200,7 +205,26 @@ class AgentWorkflow:
             session_values=dict(sv) if sv is not None else None,
             output_key=snap.get("output_key"),
             checkpoint=self._checkpoint,
+            middleware=MiddlewareChain(loop_middleware(workflow.info().task_queue, snap["agent"])),
+            gen_model_input=self._messages(snap),
         )
+
+    @staticmethod
+    def _messages(snap: JSON) -> Callable[[str, Any], list[Message]]:
+        """The run's first messages: the plan activity's, with the instruction that before_agent
+        middleware left (build_messages' rule: it leads unless the input brought a system message)."""
+        planned = snap["instruction"]
+
+        def first(instruction: str, data: Any) -> list[Message]:
+            messages = messages_from_list(snap["messages"])
+            if snap.get("system") == "instruction" and instruction != planned:
+                if planned:
+                    messages = messages[1:]
+                if instruction:
+                    messages.insert(0, Message("system", instruction))
+            return messages
+
+        return first
 
     async def _checkpoint(self, cp: Checkpoint) -> None:
         self.checkpoint = cp  # the history is the durable checkpoint; this is where a resume starts
@@ -307,9 +331,10 @@ class AgentWorkflow:
 
     @workflow.update(name="wait")
     async def wait(self) -> JSON:
-        """Returns when the run stops: at an interrupt (with the interrupted result) or at its end."""
+        """Returns when the run stops: at an interrupt (with the interrupted result) or at its end (with
+        the result: the caller needs no second request; none when the run failed)."""
         await workflow.wait_condition(lambda: self.status in ("interrupted", *TERMINAL))
-        return {"status": self.status, "result": self.stopped if self.status == "interrupted" else None}
+        return {"status": self.status, "result": self.stopped if self.status != "failed" else None}
 
     @workflow.query(name="status")
     def query_status(self) -> JSON:

@@ -64,6 +64,8 @@ class OTelMiddleware(Middleware):
     - provider_name: `gen_ai.provider.name`; chainreact speaks the OpenAI chat-completions protocol
     """
 
+    durable = "worker"  # a run's span lives in one process: not in durable workflow code (wrap hooks only)
+
     def __init__(self, *, tracer_provider: trace.TracerProvider | None = None,
                  capture_content: bool | None = None, provider_name: str = "openai"):
         self.tracer = trace.get_tracer(TRACER_NAME, __version__, tracer_provider=tracer_provider)
