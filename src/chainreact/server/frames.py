@@ -81,30 +81,48 @@ async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[
 
 def event_frame(e: Any, model: str) -> Frame | None:
     """The frame of one agent event (None: the event has no frame)."""
-    from ..types import events as ev
-
+    kind = _KINDS.get(type(e))
+    if kind is None:
+        kind = _KINDS[type(e)] = _kind(e)
+    if kind == _NO_FRAME:
+        return None
     # A sub-agent's own text, reasoning and end (agent-as-tool with emit_internal_events) are not
     # the answer: its result reaches the caller as the tool's result. Its tool calls are shown.
-    if len(e.path) > 1 and not isinstance(e, ev.ToolCallEvent | ev.ToolResultEvent):
+    if len(e.path) > 1 and kind != _TOOL_CALL and kind != _TOOL_RESULT:
         return None
-    if isinstance(e, ev.TextDelta):
+    if kind == _TEXT:
         return Text(e.text)
-    if isinstance(e, ev.ReasoningDelta):
+    if kind == _REASONING:
         return Reasoning(e.text)
-    if isinstance(e, ev.ToolCallEvent):
+    if kind == _TOOL_CALL:
         return Tool({"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
                      "arguments": _args(e.call.arguments), "path": list(e.path)})
-    if isinstance(e, ev.ToolResultEvent):
+    if kind == _TOOL_RESULT:
         return Tool({"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
                      "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms,
                      "path": list(e.path)})
-    if isinstance(e, ev.Final):
+    if kind == _FINAL:
         return Done(e.content, e.usage, model)
-    if isinstance(e, ev.Cancelled):
+    if kind == _CANCELLED:
         return Failed("the run was cancelled")
-    if isinstance(e, ev.Interrupted):
-        return interrupted(e.run_id, e.questions)
-    return None
+    return interrupted(e.run_id, e.questions)
+
+
+# What each event class becomes, looked up by the event's exact type (a run streams ~40 events per request,
+# most of which have no frame): filled on first sight of a class, so subclasses are classified too.
+_NO_FRAME, _TEXT, _REASONING, _TOOL_CALL, _TOOL_RESULT, _FINAL, _CANCELLED, _INTERRUPTED = range(8)
+_KINDS: dict[type, int] = {}
+
+
+def _kind(e: Any) -> int:
+    from ..types import events as ev
+
+    for cls, kind in ((ev.TextDelta, _TEXT), (ev.ReasoningDelta, _REASONING), (ev.ToolCallEvent, _TOOL_CALL),
+                      (ev.ToolResultEvent, _TOOL_RESULT), (ev.Final, _FINAL), (ev.Cancelled, _CANCELLED),
+                      (ev.Interrupted, _INTERRUPTED)):
+        if isinstance(e, cls):
+            return kind
+    return _NO_FRAME
 
 
 def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:

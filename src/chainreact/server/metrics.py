@@ -21,6 +21,7 @@ server/ops_stats.py); agents inside chain nodes are not counted. With a keys fil
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
@@ -63,34 +64,44 @@ class ServerMetrics:
         self.reloads = Counter("chainreact_catalog_reloads", "files reloaded by the folder watcher",
                                ["outcome"], registry=r)
         r.register(_StateCollector(catalog))
+        # Labelled children by (metric, label values): `labels()` validates and locks on every call,
+        # ~18 times per streamed request; the children never change once made.
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     # -- ops_http callback -------------------------------------------------------------------------
 
     def on_request(self, info: RequestInfo) -> None:
-        self.requests.labels(info.route, info.method, str(info.status)).inc()
-        self.request_seconds.labels(info.route, info.method).observe(info.seconds)
+        self._child(self.requests, info.route, info.method, str(info.status)).inc()
+        self._child(self.request_seconds, info.route, info.method).observe(info.seconds)
         if info.status >= 500:
-            self.errors.labels("http").inc()
+            self._child(self.errors, "http").inc()
 
     # -- ops_stats.RunObserver ---------------------------------------------------------------------
 
     def run_ended(self, agent: str, outcome: str, seconds: float) -> None:
-        self.runs.labels(agent, outcome).inc()
-        self.run_seconds.labels(agent).observe(seconds)
+        self._child(self.runs, agent, outcome).inc()
+        self._child(self.run_seconds, agent).observe(seconds)
         if outcome == "error":
-            self.errors.labels("run").inc()
+            self._child(self.errors, "run").inc()
 
     def model_call(self, model: str, outcome: str, seconds: float) -> None:
-        self.model_calls.labels(model, outcome).inc()
-        self.model_seconds.labels(model).observe(seconds)
+        self._child(self.model_calls, model, outcome).inc()
+        self._child(self.model_seconds, model).observe(seconds)
         if outcome == "error":
-            self.errors.labels("model").inc()
+            self._child(self.errors, "model").inc()
 
     def tool_call(self, tool: str, outcome: str, seconds: float) -> None:
-        self.tool_calls.labels(tool, outcome).inc()
-        self.tool_seconds.labels(tool).observe(seconds)
+        self._child(self.tool_calls, tool, outcome).inc()
+        self._child(self.tool_seconds, tool).observe(seconds)
         if outcome in ("error", "exception"):
-            self.errors.labels("tool").inc()
+            self._child(self.errors, "tool").inc()
 
 
 class _StateCollector:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from .frames import Done, Failed, Frame, Reasoning, Text, Tool
 
@@ -82,7 +83,38 @@ def _agui(request: Request) -> bool:
 
 
 def _streaming(body: AsyncIterator[bytes]) -> StreamingResponse:
-    return StreamingResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+    return SseResponse(body, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+class SseResponse(StreamingResponse):
+    """Starlette's StreamingResponse without its anyio task group (under uvicorn's ASGI 2.3 it makes one
+    per response: ~100 us of CPU, a fifth of what the server adds to a streamed request). The body is sent
+    in the request's own task while a plain asyncio task waits for the client to leave; if it does, the
+    sending is cancelled, which closes the body iterator (and so cancels the run), as Starlette does."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        me = asyncio.current_task()
+        if scope["type"] != "http" or me is None:
+            await super().__call__(scope, receive, send)
+            return
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone = True
+            me.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await self.stream_response(send)
+        except asyncio.CancelledError:
+            # Our own cancellation (the client left) ends the response quietly; anyone else's goes on.
+            if not gone or me.uncancel() > 0:
+                raise
+        finally:
+            watcher.cancel()
 
 
 async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, model: str) -> Response:
