@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chainreact import Agent, Middleware, tool
 from chainreact.agent.middleware import AgentContext, RunState
 from chainreact.agent.result import RunResult
@@ -74,13 +76,18 @@ def _strip(d: dict[str, Any]) -> dict[str, Any]:
     return {**d, "metadata": {k: v for k, v in d["metadata"].items() if k != "run_id"}}
 
 
-async def test_loop_hooks_give_the_same_result_in_process_and_durably(temporal_client: Any,
-                                                                      task_queue: str) -> None:
+class ShapingInTheWorker(Shaping):
+    durable = "activity"  # each hook an activity: as if it did I/O
+
+
+@pytest.mark.parametrize("where", [Shaping, ShapingInTheWorker])
+async def test_loop_hooks_give_the_same_result_in_process_and_durably(temporal_client: Any, task_queue: str,
+                                                                      where: type[Shaping]) -> None:
     with FakeLLM(tool_steps_responder(2)) as llm:
-        local_mw = Shaping()
+        local_mw = where()
         reference = await _agent(llm, local_mw).run("go")
         local_requests = [r.body for r in llm.chat_requests]
-        durable_mw, worker_only = Shaping(), WorkerOnly()
+        durable_mw, worker_only = where(), WorkerOnly()
         agent = _agent(llm, durable_mw, worker_only)
         async with durable_worker(temporal_client, task_queue, AgentHost([agent])):
             result = await DurableAgent(agent, client=temporal_client, task_queue=task_queue).run("go")
@@ -95,6 +102,11 @@ async def test_loop_hooks_give_the_same_result_in_process_and_durably(temporal_c
     assert durable_mw.log == local_mw.log  # the same hooks, in the same order, with the same state
     assert local_mw.log[0] == "before_agent ['add', 'hidden']" and local_mw.log[-1] == "after_agent 3 ALL"
     assert worker_only.calls == 0
+    history = await temporal_client.get_workflow_handle(result.metadata["run_id"]).fetch_history()
+    hooks = [e for e in history.events if e.activity_task_scheduled_event_attributes.activity_type.name ==
+             "chainreact.agent.hook"]
+    # In the worker: before_agent, 3 x before_model and after_model, after_agent; else none (in workflow).
+    assert len(hooks) == (8 if where is ShapingInTheWorker else 0)
 
 
 async def test_a_retried_model_call_resets_its_stream(temporal_client: Any, task_queue: str,

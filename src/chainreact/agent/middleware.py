@@ -100,8 +100,9 @@ class Middleware:
     `durable` says where the loop hooks (before_agent, before_model, after_model, after_agent,
     on_agent_error) run in a durable run (chainreact.durable, docs/durable.md): "workflow" (the default)
     runs them in the workflow code, in the loop's order, so they must be deterministic and do no I/O (a
-    replay runs them again); "worker" leaves them out of durable runs (hooks that measure or trace one
-    process). The wrap hooks always run in the worker, around the model or tool call's activity."""
+    replay runs them again); "activity" runs each in an activity in the worker (for hooks that do I/O;
+    they see the run state as data); "worker" leaves them out of durable runs (hooks that measure or
+    trace one process). The wrap hooks always run in the worker, around the model or tool call."""
 
     durable: ClassVar[str] = "workflow"
 

@@ -44,6 +44,7 @@ from .codec import (
     output_to_dict,
     response_to_dict,
 )
+from .hooks import HOOK_ACTIVITY, mode, run_hook
 
 log = logging.getLogger("chainreact.durable")
 
@@ -120,12 +121,13 @@ HOSTS: dict[str, AgentHost] = {}
 
 
 def loop_middleware(task_queue: str, agent: str) -> tuple[Any, ...]:
-    """The middleware of `agent` whose loop hooks run in the workflow (`Middleware.durable`)."""
+    """The middleware of `agent` in this process's worker for `task_queue`, in order (durable/hooks.py
+    decides where each one's loop hooks run)."""
     host = HOSTS.get(task_queue)
     found = host.agents.get(agent) if host is not None else None
     if found is None:
         return ()
-    return tuple(m for m in found.middleware.all if getattr(m, "durable", "workflow") == "workflow")
+    return found.middleware.all
 
 
 class Publisher:
@@ -181,7 +183,7 @@ class AgentActivities:
         self.host = host
 
     def activities(self) -> list[Any]:
-        return [self.plan, self.model, self.tool, self.publish]
+        return [self.plan, self.model, self.tool, self.publish, self.hook]
 
     @activity.defn(name="chainreact.agent.plan")
     async def plan(self, req: JSON) -> JSON:
@@ -295,6 +297,20 @@ class AgentActivities:
             _drain(pending, pub, req)
             await pub.flush()
         return output_to_dict(out)
+
+    @activity.defn(name=HOOK_ACTIVITY)
+    async def hook(self, req: JSON) -> JSON:
+        """One loop hook of a middleware whose hooks run in the worker (`durable = "activity"`)."""
+        name = req["agent"]
+        plan = await self.host.io_plan(name)
+        tools = {t.name: t for t in (*plan.tools, *plan.deferred_tools)}
+        chain = self.host.agent(name).middleware.all
+        index = int(req["index"])
+        if index >= len(chain) or mode(chain[index]) != "activity":
+            raise ApplicationError(f"agent {name!r}: middleware {index} runs no hooks in the worker (the "
+                                   "workers of a queue must serve the same agents)", type="HookError",
+                                   non_retryable=True)
+        return await run_hook(chain[index], tools, name, req)
 
     @activity.defn(name="chainreact.events.publish")
     async def publish(self, req: JSON) -> None:

@@ -29,7 +29,6 @@ from ..agent.cancel import CancelMode, CancelState, repair_history
 from ..agent.detection import DRAIN
 from ..agent.interrupt import ANSWER, Checkpoint, Resume
 from ..agent.loop import ReactLoop
-from ..agent.middleware import MiddlewareChain
 from ..agent.plan import Detection, Limits, RunPlan
 from ..agent.result import RunResult
 from ..errors import ModelError
@@ -47,6 +46,7 @@ from .codec import (
     response_from_dict,
     result_to_dict,
 )
+from .hooks import HOOK_ACTIVITY, workflow_chain
 from .options import DurableOptions, model_activity_options, plain_activity_options, tool_activity_options
 
 WORKFLOW = "chainreact.agent"
@@ -189,13 +189,15 @@ class AgentWorkflow:
 
     def _plan(self, snap: JSON) -> RunPlan:
         sv = self.req.get("session_values")
+        tools = tuple(RemoteTool(t) for t in snap["tools"])
+        deferred = tuple(RemoteTool(t) for t in snap.get("deferred") or ())
         return RunPlan(
             agent=snap["agent"],
             instruction=snap["instruction"],
             model=self._model_io(snap["model"]),
             call_tool=self._tool_io,
-            tools=tuple(RemoteTool(t) for t in snap["tools"]),
-            deferred_tools=tuple(RemoteTool(t) for t in snap.get("deferred") or ()),
+            tools=tools,
+            deferred_tools=deferred,
             return_directly=frozenset(snap.get("return_directly") or ()),
             limits=Limits(**snap["limits"]),
             # The activity returns the whole response: decide on it whole (no timing in the workflow).
@@ -205,9 +207,21 @@ class AgentWorkflow:
             session_values=dict(sv) if sv is not None else None,
             output_key=snap.get("output_key"),
             checkpoint=self._checkpoint,
-            middleware=MiddlewareChain(loop_middleware(workflow.info().task_queue, snap["agent"])),
+            middleware=workflow_chain(loop_middleware(workflow.info().task_queue, snap["agent"]),
+                                      self._hook_io, {t.name: t for t in (*tools, *deferred)}),
             gen_model_input=self._messages(snap),
         )
+
+    async def _hook_io(self, data: JSON) -> JSON:
+        """A loop hook of middleware that runs in the worker (durable/hooks.py)."""
+        req = {"agent": self.req["agent"], "run_id": self.run_id, **data}
+        try:
+            out: JSON = await workflow.execute_activity(
+                HOOK_ACTIVITY, req, **plain_activity_options(self.opts.plan_timeout, self.opts))
+        except ActivityError as e:
+            _reraise_cancel(e)
+            raise RuntimeError(f"middleware {data['index']} {data['hook']}: {_cause(e)}") from None
+        return out
 
     @staticmethod
     def _messages(snap: JSON) -> Callable[[str, Any], list[Message]]:
