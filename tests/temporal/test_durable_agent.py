@@ -183,3 +183,19 @@ async def test_stream_events_reach_the_caller_through_the_store(temporal_client:
         assert all(e["run_id"] == run.run_id for e in events)
         rec = await store.get_run(run.run_id)
         assert rec is not None and rec.status == "done"
+
+
+async def test_run_returns_at_an_interrupt_and_the_run_goes_on_after_the_answer(temporal_client: Any,
+                                                                                 task_queue: str) -> None:
+    # durable.run() starts the run and waits in one request (update-with-start); an interrupt ends the wait.
+    script = [{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {"question": "Which city?"}}]},
+              {"text": "Lyon it is."}]
+    with FakeLLM(script) as llm:
+        async with _durable(temporal_client, task_queue, _agent(llm, tools=[AskUserTool()])) as durable:
+            first = await durable.run("plan a trip")
+            assert first.stop_reason == "interrupted" and first.interruption is not None
+            run = await durable.get(first.metadata["run_id"])
+            await run.answer({"q1": "Lyon"})
+            final = await run.result()
+        llm.assert_all_consumed()
+    assert final.content == "Lyon it is." and final.metadata["run_id"] == first.metadata["run_id"]
