@@ -92,6 +92,25 @@ def test_rulego_chat_route_streams_frames_and_agui_tool_frames(fake_llm: Any, se
     assert orjson.loads(tool_frames[1]["content"]) == {"n": 42}
 
 
+def test_agent_stream_sends_tool_frames_only_to_agui_clients(fake_llm: Any, serve: Any) -> None:
+    llm = fake_llm([{"tool_calls": [{"name": "double", "arguments": {"n": 21}}]},
+                    {"text": "Doubled: 42", "chunks": 3}], loop=True)
+    tools = [{"type": "rulechain", "targetId": "echo", "name": "double", "description": "Double n"}]
+    srv = serve({"echo.json": echo_chain(), "helper.json": agent_doc(llm.url, tools=tools)})
+    body = {"model": "helper", "stream": True, "messages": [{"role": "user", "content": "double 21"}]}
+    url = srv.url + "/v1/chat/completions"
+
+    agui = ["TOOL_CALL_START", "TOOL_CALL_RESULT"]
+    for headers, expected in (({}, []), ({"X-Stream-Protocol": "agui"}, agui)):
+        frames = _sse(httpx.post(url, json=body, headers=headers, timeout=30))
+        assert frames[-1] == "[DONE]" and frames[-2]["choices"][0]["finish_reason"] == "stop"
+        deltas = [f["choices"][0]["delta"] for f in frames[:-1]]
+        assert "".join(d.get("content", "") for d in deltas) == "Doubled: 42"
+        assert [d["tool_calls"][0]["type"] for d in deltas if "tool_calls" in d] == expected
+    non_streamed = httpx.post(url, json={**body, "stream": False}, timeout=30).json()
+    assert non_streamed["choices"][0]["message"]["content"] == "Doubled: 42"
+
+
 def test_chain_post_then_execute_and_secrets_never_returned(serve: Any) -> None:
     srv = serve({"echo.json": echo_chain()})
     new = echo_chain()

@@ -108,6 +108,15 @@ def event_frame(e: Any, model: str) -> Frame | None:
     return interrupted(e.run_id, e.questions)
 
 
+def answer_event(e: Any) -> bool:
+    """Whether event `e` can make a frame other than Tool (the frames a client gets unless it asked for
+    tool frames: X-Stream-Protocol: agui)."""
+    kind = _KINDS.get(type(e))
+    if kind is None:
+        kind = _KINDS[type(e)] = _kind(e)
+    return kind != _NO_FRAME and kind != _TOOL_CALL and kind != _TOOL_RESULT
+
+
 # What each event class becomes, looked up by the event's exact type (a run streams ~40 events per request,
 # most of which have no frame): filled on first sight of a class, so subclasses are classified too.
 _NO_FRAME, _TEXT, _REASONING, _TOOL_CALL, _TOOL_RESULT, _FINAL, _CANCELLED, _INTERRUPTED = range(8)

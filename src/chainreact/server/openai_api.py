@@ -66,7 +66,7 @@ async def respond(request: Request, frames: AsyncIterator[Frame], model: str, st
     created = int(time.time())
     if not stream:
         return await _completion(frames, cid, created, model)
-    return _streaming(coalesce(_sse(frames, SseEncoder(cid, created, model, _agui(request)))))
+    return _streaming(coalesce(_sse(frames, SseEncoder(cid, created, model, agui(request)))))
 
 
 def respond_batches(request: Request, batches: AsyncIterator[list[Frame]], model: str) -> Response:
@@ -74,11 +74,12 @@ def respond_batches(request: Request, batches: AsyncIterator[list[Frame]], model
     queue, drained): one write per batch, in the task that sends, so unlike `coalesce` it needs no
     producer task and no queue of its own: the first text reaches the socket one task switch after the
     run produced it."""
-    enc = SseEncoder("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, _agui(request))
+    enc = SseEncoder("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, agui(request))
     return _streaming(_sse_batches(batches, enc))
 
 
-def _agui(request: Request) -> bool:
+def agui(request: Request) -> bool:
+    """Whether the client asked for tool frames too (X-Stream-Protocol: agui)."""
     return request.headers.get("x-stream-protocol", "").lower() == "agui"
 
 

@@ -157,12 +157,14 @@ class _EventWriter:
 
 
 def _fan_out(listeners: list[asyncio.Queue[Event | None]], writer: _EventWriter | None,
-             ev: Event | None) -> None:
-    """One event of a run to its in-process listeners and (persisted runs) the store's event log."""
+             keep: Callable[[Event], bool] | None, ev: Event | None) -> None:
+    """One event of a run to its in-process listeners (those `keep` lets through) and, persisted runs,
+    to the store's event log."""
     if ev is None:
         return  # the end: listeners get theirs once the run's end is saved (_drive)
-    for q in listeners:
-        q.put_nowait(ev)
+    if keep is None or keep(ev):
+        for q in listeners:
+            q.put_nowait(ev)
     if writer is not None:
         writer.add(ev)
 
@@ -192,11 +194,13 @@ class RunRegistry:
 
     def start_agent(self, agent: Any, target: str, data: Any, *, session: str | None = None,
                     detached: bool = False, persist: bool = True, stream: bool = True,
-                    listen: bool = False, events: bool = True, resumable: bool = False) -> LiveRun:
+                    listen: bool = False, events: bool = True, resumable: bool = False,
+                    keep: Callable[[Event], bool] | None = None) -> LiveRun:
         """Start `agent` on `data` in the background; `listen` subscribes a queue (live.listeners[0])
-        before the first event can be produced. `persist`: checkpoints and final status in the store;
-        `events` (with `persist`): its events in the store's event log too. `resumable` (without
-        `persist`): saved if it stops to ask, so it can be resumed."""
+        before the first event can be produced, which gets the events `keep` accepts (default: all; a
+        listener that wakes only for what it uses costs less). `persist`: checkpoints and final status
+        in the store; `events` (with `persist`): its events in the store's event log too. `resumable`
+        (without `persist`): saved if it stops to ask, so it can be resumed."""
         from ..state.runs import StoreCheckpointer
 
         if self.closing:
@@ -209,7 +213,7 @@ class RunRegistry:
         handle = agent.start(data, stream=stream,
                              checkpoint=ckpt if persist or ckpt is None else _KeepInterrupted(ckpt))
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
-        return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen)
+        return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen, keep)
 
     def start_chain(self, engine: Any, chain_id: str, body: dict[str, Any], *, detached: bool = False,
                     session: str | None = None, metadata: dict[str, str] | None = None) -> LiveRun:
@@ -254,12 +258,13 @@ class RunRegistry:
         its listeners, `save_end(result, error)` at its end."""
         return self._launch(live, save_end, listen)
 
-    def _launch(self, live: LiveRun, save_end: SaveEnd, listen: bool) -> LiveRun:
+    def _launch(self, live: LiveRun, save_end: SaveEnd, listen: bool,
+                keep: Callable[[Event], bool] | None = None) -> LiveRun:
         if listen:
             live.listeners.append(asyncio.Queue())
         self.live[live.run_id] = live
         writer = _EventWriter(self.store, live) if live.persist and live.log_events else None
-        fan_out = functools.partial(_fan_out, live.listeners, writer)
+        fan_out = functools.partial(_fan_out, live.listeners, writer, keep)
         forward = getattr(live.handle, "forward", None)
         if forward is not None:
             # An AgentRun hands its events over in its own task: no task switch per event on their way

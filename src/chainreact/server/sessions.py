@@ -27,8 +27,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .frames import Done, Failed, Frame, event_frame
-from .openai_api import agent_input, error, respond, respond_batches
+from .frames import Done, Failed, Frame, answer_event, event_frame
+from .openai_api import agent_input, agui, error, respond, respond_batches
 from .runs_registry import RegistryClosed, RunRegistry
 
 MAX_KEY = 200
@@ -106,9 +106,11 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
     try:
         # Checkpointed (status, messages) but without an event log: a token stream per chat is not worth
         # keeping; runs started through the runs API have one.
+        # The answer's listener wakes only for events that make frames for this client: not for tool
+        # calls and results unless it asked for them (agui), nor for step and model-call ends.
         live = registry.start_agent(entry.obj, entry.id, data, session=key if registry.sessions else None,
                                     persist=persist, stream=stream, listen=True, events=False,
-                                    resumable=True)
+                                    resumable=True, keep=None if stream and agui(request) else answer_event)
     except RegistryClosed:
         return error(503, "the server is shutting down", "server_error", "shutting_down",
                      headers={"Retry-After": "5"})
