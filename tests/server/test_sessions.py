@@ -50,9 +50,27 @@ def test_chat_user_is_the_session_key(fake_llm: Any, serve: Any, state_url: str)
     # another session knows nothing of it; no session, stateless
     client.chat.completions.create(model="helper", user="bob", messages=[{"role": "user", "content": "Me?"}])
     assert [m["content"] for m in llm.chat_requests[3].messages] == ["You help.", "Me?"]
-    assert _history(state_url, "ann") == [
+    assert _history(state_url, "agent:helper:ann") == [
         ("user", "I am Ann."), ("assistant", "Hello Ann."), ("user", "My name?"),
         ("assistant", "Your name is Ann."), ("user", "Sure?"), ("assistant", "Still Ann.")]
+
+
+def test_two_agents_given_the_same_user_keep_two_conversations(fake_llm: Any, serve: Any,
+                                                                  tmp_path: Path) -> None:
+    """OpenAI clients put their end-user's id in `user`: one user talking to two agents of a server must
+    not hand the second agent the first one's answers as its own."""
+    url = f"sqlite:///{tmp_path}/s.db"
+    llm = fake_llm([{"text": "Refund noted."}, {"text": "Hello."}, {"text": "Still noted."}])
+    srv = serve({"support.json": agent_doc(llm.url, "support"), "sales.json": agent_doc(llm.url, "sales")},
+                state=url)
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    for model, text in (("support", "I want a refund."), ("sales", "Hi."), ("support", "And?")):
+        client.chat.completions.create(model=model, user="ann", messages=[{"role": "user", "content": text}])
+    assert [m["content"] for m in llm.chat_requests[1].messages] == ["You help.", "Hi."]
+    assert [m["content"] for m in llm.chat_requests[2].messages] == [
+        "You help.", "I want a refund.", "Refund noted.", "And?"]
+    assert [c for _, c in _history(url, "agent:sales:ann")] == ["Hi.", "Hello."]
+    assert _history(url, "ann") == []  # nothing under the bare key
 
 
 def test_runs_api_session(fake_llm: Any, serve: Any, tmp_path: Path) -> None:
@@ -65,7 +83,7 @@ def test_runs_api_session(fake_llm: Any, serve: Any, tmp_path: Path) -> None:
         assert r.json()["status"] == "done" and r.json()["session"] == "c1"
     assert [m["content"] for m in llm.chat_requests[1].messages] == [
         "You help.", "My colour is blue.", "Noted.", "My colour?"]
-    assert len(_history(url, "c1")) == 4
+    assert len(_history(url, "agent:helper:c1")) == 4
     bad = httpx.post(f"{srv.url}/v1/chat/completions", timeout=10,
                      json={"model": "helper", "user": 42, "messages": [{"role": "user", "content": "x"}]})
     assert bad.status_code == 400 and "'user'" in bad.json()["error"]["message"]
@@ -91,7 +109,7 @@ def test_disconnect_from_a_chat_stream_cancels_its_run(fake_llm: Any, serve: Any
     view = wait_status(srv.url, run_id)
     assert view["status"] == "cancelled"
     # the cancelled run's (repaired) history is saved in its session: the prompt and no made-up answer
-    assert _history(url, "dc")[0] == ("user", "talk")
+    assert _history(url, "agent:helper:dc")[0] == ("user", "talk")
 
 
 def test_disconnect_cancels_an_attached_run_but_not_a_detached_one(fake_llm: Any, serve: Any,

@@ -113,5 +113,5 @@ def test_sigterm_past_the_grace_period_cancels_and_saves(fake_llm: Any, tmp_path
 
     async def history() -> list[str]:
         async with await open_store(state) as store:
-            return [m.content or "" for m in await store.history("s1")]
+            return [m.content or "" for m in await store.history("agent:helper:s1")]
     assert asyncio.run(history()) == ["slow too"]

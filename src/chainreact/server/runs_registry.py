@@ -42,6 +42,19 @@ SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace per
 SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, error) -> saved
 
 
+def agent_session(target: str, key: str | None) -> str | None:
+    """The store key of agent `target`'s conversation named `key`. One per agent: OpenAI clients put their
+    end-user's id in `user`, so one user talking to two agents of a server must not hand one agent the
+    other's answers as its own (chains' nodes are kept apart the same way: chains/sessions.py)."""
+    return None if key is None else f"agent:{target}:{key}"
+
+
+def shown_session(target: str | None, stored: str | None) -> str | None:
+    """The session key a client gave, from its store key (agent_session); other keys as they are."""
+    prefix = f"agent:{target}:"
+    return stored[len(prefix):] if stored is not None and stored.startswith(prefix) else stored
+
+
 class RunDispatcher(Protocol):
     """Runs the registry hands elsewhere instead of running them in process (`serve --temporal`: the
     TemporalDispatcher of server/durable_dispatch.py, for agents). Durable chains and flows plug in here."""
@@ -453,10 +466,12 @@ class RunRegistry:
             status = "running"
         kind = extra.get("kind") or (live.kind if live else "agent")
         target = extra.get("target") or (live.target if live else None)
+        stored_session = (rec.session if rec else None) or (live.session if live else None)
         out: dict[str, Any] = {
             "id": run_id, "object": "run", "kind": kind, "target": target,
             "agent": target if kind == "agent" else None, "chain": target if kind == "chain" else None,
-            "status": status, "session": (rec.session if rec else None) or (live.session if live else None),
+            "status": status,
+            "session": shown_session(target, stored_session),
             "detached": live.detached if live else None, "live": live is not None,
             "result": None, "error": extra.get("error"), "questions": snap.get("questions") or [],
             "last_event_id": max(rec.last_event_id if rec else 0, live.last_id if live else 0),

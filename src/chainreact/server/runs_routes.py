@@ -29,7 +29,15 @@ from starlette.routing import Route
 
 from .context import ServerContext
 from .openai_api import SSE_HEADERS
-from .runs_registry import FINAL_STATUSES, RUN_ID, LiveRun, Pruning, RegistryClosed, RunRegistry
+from .runs_registry import (
+    FINAL_STATUSES,
+    RUN_ID,
+    LiveRun,
+    Pruning,
+    RegistryClosed,
+    RunRegistry,
+    agent_session,
+)
 from .sessions import (
     MAX_KEY,
     chain_session_metadata,
@@ -177,6 +185,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         session = _session(body)
         if isinstance(session, Response):
             return session
+        session = agent_session(ident, session)
         data = await session_input(registry, session, msgs)
         try:
             live = registry.start_agent(entry.obj, ident, data, session=session, detached=flags[1])

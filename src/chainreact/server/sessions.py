@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 
 from .frames import Done, Failed, Frame, answer_event, event_frame
 from .openai_api import agent_input, agui, error, respond, respond_batches
-from .runs_registry import RegistryClosed, RunRegistry
+from .runs_registry import RegistryClosed, RunRegistry, agent_session
 
 MAX_KEY = 200
 
@@ -101,6 +101,7 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: 
     key = session_key(request, body)
     if isinstance(key, Response):
         return key
+    key = agent_session(entry.id, key)
     data = await session_input(registry, key, agent_input(body)["messages"])
     persist = registry.persist_chats
     try:
