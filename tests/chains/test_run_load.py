@@ -45,3 +45,28 @@ def test_a_rulechain_tool_without_the_chain_says_how_to_load_it(tmp_path: Path) 
     proc = _run(str(tmp_path / "agent.json"), "hi")
     assert proc.returncode == 1
     assert "alarm" in proc.stderr and "--load" in proc.stderr
+
+
+def test_runs_resume_reloads_the_chains_the_run_was_started_with(fake_llm: Any, tmp_path: Path) -> None:
+    """An interrupted `run --load` run resumed in another process: its rulechain tool works again without
+    repeating --load (the paths are saved with the run); --load on `runs resume` overrides them."""
+    llm = fake_llm([
+        {"tool_calls": [{"id": "q", "name": "ask_user", "arguments": {"question": "Which reading?"}}]},
+        {"tool_calls": [{"id": "c", "name": "check_reading", "arguments": {"temperature": 71}}]},
+        {"text": "It is too hot."},
+    ])
+    doc = {"url": llm.url, "key": "k", "model": "fake-model", "maxRetries": -1,
+           "tools": ["ask_user", {"type": "rulechain", "targetId": "alarm", "name": "check_reading",
+                                  "description": "Classify a reading"}]}
+    (tmp_path / "agent.json").write_text(json.dumps(doc))
+    url = f"sqlite:///{tmp_path}/state.db"
+    first = _run(str(tmp_path / "agent.json"), "How hot?", "--json", "--state", url,
+                 "--load", str(EXAMPLES / "alarm.json"))
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    resumed = subprocess.run([sys.executable, "-m", "chainreact", "runs", "resume", run_id, "--state", url,
+                              "--answer", "last", "--json"], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["content"] == "It is too hot."
+    [chain_result] = [m["content"] for m in llm.chat_requests[2].messages if m.get("tool_call_id") == "c"]
+    assert "is too hot" in chain_result  # the alarm chain ran in the resuming process

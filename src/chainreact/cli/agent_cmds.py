@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from .agent_build import build_agent
 from .common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -134,36 +135,15 @@ def resolve_document(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[str, Any]) -> int:
-    from ..agent import Agent
-
-    extra: dict[str, Any] = {}
-    if getattr(args, "load", None) or _uses_chains(doc.config):
-        # rulechain/agent tools naming chains, and the MCP `server: "self"` provider, run on an engine
-        # holding the --load'ed chains (the spec's Multi-Tool document runs unchanged this way).
-        import dataclasses
-
-        from ..chains import RuleEngine
-        from ..chains.tools import host_agent_parts
-
-        engine = RuleEngine(properties=globals_)
-        for path in args.load or ():
-            engine.load_path(path)
-        missing = [t.targetId for t in doc.config.tools
-                   if getattr(t, "type", None) == "rulechain" and engine.get(t.targetId) is None]
-        if missing:
-            from ..errors import ConfigError
-
-            raise ConfigError(f"{args.config}: rulechain tool target(s) {', '.join(map(repr, missing))} not "
-                              "loaded: give their chain files or folders with --load")
-        config, extra = host_agent_parts(engine, doc.config)
-        doc = dataclasses.replace(doc, config=config)
-    agent = Agent.from_config(doc, globals=globals_, **extra)
+    load = list(getattr(args, "load", None) or ())
+    agent = build_agent(doc, globals_, load, args.config)
     try:
         if args.state or args.session:  # checkpointed, with the session's history (cli/run_state.py)
             from .run_state import run_with_state
 
             return await run_with_state(agent, prompt, url=args.state, session=args.session,
-                                        document=args.config, as_json=args.json, stream=args.stream)
+                                        document=args.config, load=load, as_json=args.json,
+                                        stream=args.stream)
         if args.jsonl:
             return await _run_jsonl(agent, prompt)
         if args.json:
@@ -177,14 +157,6 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
         return EXIT_OK
     finally:
         await agent.aclose()
-
-
-def _uses_chains(config: Any) -> bool:
-    for t in config.tools:
-        kind = getattr(t, "type", None)
-        if kind == "rulechain" or (kind == "mcp" and (t.config or {}).get("server") == "self"):
-            return True
-    return False
 
 
 async def _run_jsonl(agent: Any, prompt: str) -> int:

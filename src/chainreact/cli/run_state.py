@@ -73,14 +73,15 @@ def _ask_at_prompt(questions: list[Any]) -> dict[str, Any]:
 
 
 async def run_with_state(agent: Any, prompt: str, *, url: str | None, session: str | None,
-                         document: str, as_json: bool, stream: bool) -> int:
+                         document: str, load: list[str], as_json: bool, stream: bool) -> int:
     from ..state import open_store
     from ..types import Message
 
     async with await open_store(url) as store:
         history = await store.history(session) if session else []
         data: Any = [*history, Message("user", prompt)] if history else prompt
-        extra = {"document": os.path.abspath(document), "session": session}
+        extra = {"document": os.path.abspath(document), "session": session,
+                 "load": [os.path.abspath(p) for p in load]}  # the chains its tools use, for `runs resume`
         result = await store.run_agent(agent, data, session=session, extra=extra, stream=stream)
         run_id = str(result.metadata["run_id"])
         return await _go_on(agent, store, result, run_id, url, session, as_json, stream)
@@ -109,10 +110,11 @@ async def _go_on(agent: Any, store: Any, result: Any, run_id: str, url: str | No
 
 
 async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | None, document: str | None,
-                          globals_: dict[str, Any], as_json: bool) -> int:
-    from ..agent import Agent
+                          load: list[str] | None, globals_: dict[str, Any], as_json: bool) -> int:
+    from ..config import resolve_agent_config
     from ..state import open_store
     from ..state.checkpoint import load_snapshot
+    from .agent_build import build_agent
 
     async with await open_store(url) as store:
         snap, _ = await load_snapshot(store, run_id)
@@ -121,7 +123,9 @@ async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | Non
             raise UsageError(f"run {run_id!r} was not started by `chainreact run` (no document saved): give "
                              "--doc AGENT_DOCUMENT")
         answers = parse_answers(raw_answer, snap.questions)  # checked against the questions by resume
-        agent = Agent.from_config(doc, globals=globals_)
+        # The chains its rulechain tools use: --load, else those `chainreact run --load` saved.
+        chains = load if load else list(snap.extra.get("load") or ())
+        agent = build_agent(resolve_agent_config(doc, globals_), globals_, chains, str(doc))
         try:
             result = await agent.resume(run_id, answers, store=store)
             return await _go_on(agent, store, result, run_id, url, snap.extra.get("session"), as_json,

@@ -69,9 +69,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         from .common import build_globals
         from .run_state import resume_from_cli
 
+        globals_ = build_globals(args.globals, args.globals_file)
         return asyncio.run(resume_from_cli(args.run_id, args.answer, url=args.url, document=args.doc,
-                                           globals_=build_globals(args.globals, args.globals_file),
-                                           as_json=args.json))
+                                           load=args.load, globals_=globals_, as_json=args.json))
 
     async def run() -> int:
         async with await open_store(args.url) as store:
@@ -137,5 +137,8 @@ def register(add: AddCommand) -> None:
                         "(text that is not JSON is a string)")
     q.add_argument("--doc", default=None, metavar="DOCUMENT",
                    help="the agent document (default: the one `chainreact run` saved with the run)")
+    q.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
+                   help="rule chains for rulechain tools (default: those `chainreact run --load` saved with "
+                        "the run). Repeatable.")
     q.add_argument("--json", action="store_true", help="print one JSON object for the run")
     add_globals(q)
