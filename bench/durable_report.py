@@ -112,6 +112,11 @@ def block(results: dict[str, Any], chart: str | None) -> str:
             "process(es); *added* = durable minus in-process (latency: percentiles over all rounds' runs; "
             "CPU: median of the rounds). Temporal server CPU: the dev server's, per durable step. Runs/min: "
             f"{s['burst']} runs started at once.", "", *table, ""]
+    logged = [f"{NAMES.get(fw, fw)} round {i + 1}: `{t}`" for fw, r in results["frameworks"].items()
+              for i, rnd in enumerate(r.get("rounds", [])) for t in rnd.get("worker_tracebacks", [])]
+    if logged:
+        out += ["Worker processes logged these exceptions (every run still completed as scripted): "
+                + "; ".join(logged) + ".", ""]
     if chart:
         out += [f"![durable overhead](img/{chart})", ""]
     return "\n".join(out)
