@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         results["server"] = server_bench.measure(
             dict(server_bench.QUICK if args.quick else server_bench.FULL, quick=args.quick),
             [f for f in server_bench.FRAMEWORKS if f in fws])
+        server_bench.print_summary(results["server"])  # the target lines: added TTFT and CPU
     if "durable" in workloads and set(fws) & {"chainreact", "pydantic_ai", "openai_agents"}:
         import durable_bench  # durable runs on Temporal against the peers' integrations (own section)
 
