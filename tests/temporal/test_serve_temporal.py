@@ -293,10 +293,13 @@ async def test_interrupted_run_resumed_through_the_server(temporal_server: DevSe
     with FakeLLM(script) as llm:
         async with setup(tmp_path, temporal_server, temporal_client, task_queue, llm, serve_process,
                          gate) as (server, _), httpx.AsyncClient(timeout=30) as http:
-            r = await http.post(f"{server.url}/api/v1/agents/helper/runs", json={"input": "plan a trip"})
-            view = r.json()
+            # A chat completion whose run stops to ask: 409 with the run id; the run waits in its workflow.
+            chat = {"model": "helper", "messages": [{"role": "user", "content": "plan a trip"}]}
+            r = await http.post(f"{server.url}/v1/chat/completions", json=chat)
+            assert r.status_code == 409 and r.json()["error"]["code"] == "run_interrupted", r.text
+            run_id = r.json()["error"]["run_id"]
+            view = (await http.get(f"{server.url}/api/v1/runs/{run_id}")).json()
             assert view["status"] == "interrupted" and view["questions"][0]["id"] == "q1", view
-            run_id = view["id"]
             wrong = await http.post(f"{server.url}/api/v1/runs/{run_id}/resume", json={"answers": {"q1": 7}})
             assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "invalid_answers"
             assert (await http.get(f"{server.url}/api/v1/runs/{run_id}")).json()["status"] == "interrupted"
