@@ -270,10 +270,11 @@ async def test_cancel_modes_through_the_server(
             r = await http.post(f"{server.url}/api/v1/runs/{view['id']}/cancel", json={"mode": "immediate"})
             assert r.status_code == 202, r.text
             view = await wait_status(http, server.url, view["id"], ("done", "cancelled", "failed"))
+            # The workflow itself ended the run, with its history repaired (the question answered
+            # "Cancelled"); read while the worker runs (the workflow's last task needs one).
+            out = await asyncio.wait_for(temporal_client.get_workflow_handle(view["id"]).result(), 30)
         llm.assert_all_consumed()
     assert view["status"] == "cancelled"
-    # The workflow itself ended the run, with its history repaired (the question answered "Cancelled").
-    out = await temporal_client.get_workflow_handle(view["id"]).result()
     assert out["result"]["stop_reason"] == "cancelled"
     assert out["result"]["messages"][-1]["role"] == "tool"
 

@@ -132,10 +132,14 @@ class AgentWorkflow:
             self.questions = [question_to_dict(q) for q in cp.questions]
             self.stopped = result_to_dict(result)
             self.status = "interrupted"
-            await self._publish("interrupted", self.stopped)
+            # A cancel may come while the status is being written (callers see "interrupted" at once): the
+            # write lands first, then the cancel ends the run, so the store's last word is "cancelled".
+            publishing = asyncio.ensure_future(self._publish("interrupted", self.stopped))
             try:
+                await asyncio.shield(publishing)
                 await workflow.wait_condition(lambda: self.answers is not None or self.cancel.requested)
             except asyncio.CancelledError:
+                await publishing
                 self.answers = None
             if self.answers is None:  # cancelled while waiting: the run ends here, history repaired
                 result = self._cancelled_result(plan.agent, cp.messages, cp.step)

@@ -38,19 +38,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..errors import ConfigError
-from ..types import (
-    Cancelled,
-    ErrorEvent,
-    Event,
-    Final,
-    Interrupted,
-    ReasoningDelta,
-    TextDelta,
-    ToolCall,
-    ToolCallEvent,
-    ToolResultEvent,
-    Usage,
-)
+from ..types import Cancelled, ErrorEvent, Event, Final, Interrupted
 from .runs_registry import LiveRun, RunRegistry
 
 log = logging.getLogger("chainreact.server.durable")
@@ -182,7 +170,7 @@ class TemporalDispatcher:
         view["durable"] = True
         if view.get("target") is None:  # the workers' records name the agent, not its catalog id
             view["target"] = view["agent"] = self._target_of(record.agent)
-        if live is None and view["status"] == "running":
+        if live is None and view["status"] in ("running", "interrupted"):
             view["status"] = await self._workflow_status(record.run_id, view)
         result = snap.get("result") or {}
         if view["status"] in ("done", "cancelled") and result:
@@ -203,20 +191,29 @@ class TemporalDispatcher:
         return agent_name
 
     async def _workflow_status(self, run_id: str, view: dict[str, Any]) -> str:
-        """The workflow's status, for a run the store still calls running and nobody here follows."""
+        """The status of a run the store calls running or interrupted and nobody here follows, from its
+        workflow: a closed workflow's word wins over a record its end did not reach."""
         from temporalio.client import WorkflowExecutionStatus as S
 
+        status = view["status"]
         try:
             async with asyncio.timeout(DESCRIBE_TIMEOUT):
-                desc = await self.client.get_workflow_handle(run_id).describe()
+                handle = self.client.get_workflow_handle(run_id)
+                desc = await handle.describe()
+                if desc.status in (S.RUNNING, S.CONTINUED_AS_NEW):
+                    return str(status)
+                if desc.status == S.COMPLETED:
+                    out = (await handle.result()).get("result") or {}
+                    return {"cancelled": "cancelled", "interrupted": "interrupted"}.get(
+                        str(out.get("stop_reason")), "done")
         except Exception as e:  # Temporal unreachable, or no such workflow: the store's word stands
             log.warning("run %s: cannot ask Temporal for its status: %s", run_id, e)
-            return "running"
-        status = {S.RUNNING: "running", S.COMPLETED: "done", S.CANCELED: "cancelled",
-                  S.CONTINUED_AS_NEW: "running"}.get(desc.status, "failed")
-        if status == "failed" and not view.get("error"):
-            view["error"] = f"the workflow ended {desc.status.name.lower()}" if desc.status else None
-        return status
+            return str(status)
+        if desc.status == S.CANCELED:
+            return "cancelled"
+        if not view.get("error"):
+            view["error"] = f"the workflow ended {desc.status.name.lower() if desc.status else 'unknown'}"
+        return "failed"
 
     async def _save_end(self, live: LiveRun, handle: DurableAgentRun, result: Any,
                         error: BaseException | None) -> None:
@@ -287,6 +284,8 @@ class DurableAgentRun:
         return self._run
 
     async def __aiter__(self) -> AsyncIterator[Event]:
+        from ..durable.codec import event_from_dict
+
         run = await self._begin()
         outcome = self._outcome = asyncio.ensure_future(run.result())
         leave = asyncio.ensure_future(self._leave.wait())
@@ -296,7 +295,7 @@ class DurableAgentRun:
                 batch = await store.events(self.run_id, after=after, limit=500)
                 for rec in batch:
                     after = rec.id
-                    ev = event_from_dict(rec.data) if isinstance(rec.data, dict) else None
+                    ev = event_from_dict(rec.data) if isinstance(rec.data, dict) else None  # typed, for chat
                     if ev is not None:
                         yield ev
                     if rec.type in STOP_EVENTS:
@@ -377,38 +376,3 @@ def closing_event(result: Any, run_id: str, agent: str) -> Event:
                            pending=list(result.interruption.pending))
     return Final(**common, content=result.content, usage=result.usage, stop_reason=result.stop_reason,
                  reasoning=result.reasoning)
-
-
-def event_from_dict(d: dict[str, Any]) -> Event | None:
-    """An event of the log as the typed event the chat routes turn into frames (None: an event those routes
-    do not show; the runs API's SSE serves the log as it is)."""
-    kind = d.get("type")
-    common: dict[str, Any] = {"run_id": str(d.get("run_id", "")), "agent": str(d.get("agent", "")),
-                              "step": int(d.get("step") or 0), "seq": int(d.get("seq") or 0),
-                              "path": tuple(d.get("path") or ())}
-    if kind == "text_delta":
-        return TextDelta(**common, text=str(d.get("text", "")))
-    if kind == "reasoning_delta":
-        return ReasoningDelta(**common, text=str(d.get("text", "")))
-    if kind == "tool_call":
-        call = d.get("call") or {}
-        fn = call.get("function") or {}
-        return ToolCallEvent(**common, call=ToolCall(str(call.get("id", "")), str(fn.get("name", "")),
-                                                     str(fn.get("arguments", ""))))
-    if kind == "tool_result":
-        return ToolResultEvent(**common, call_id=str(d.get("call_id", "")), name=str(d.get("name", "")),
-                               content=str(d.get("content", "")), is_error=bool(d.get("is_error")),
-                               duration_ms=float(d.get("duration_ms") or 0.0))
-    if kind == "final":
-        u = d.get("usage") or {}
-        usage = Usage(int(u.get("prompt_tokens", 0)), int(u.get("completion_tokens", 0)),
-                      int(u.get("total_tokens", 0)), int(u.get("cached_tokens", 0)))
-        return Final(**common, content=str(d.get("content") or ""), usage=usage,
-                     stop_reason=str(d.get("stop_reason") or "stop"), reasoning=d.get("reasoning"))
-    if kind == "cancelled":
-        return Cancelled(**common, mode=str(d.get("mode") or "immediate"))
-    if kind == "interrupted":
-        return Interrupted(**common, questions=list(d.get("questions") or []))
-    if kind == "error":
-        return ErrorEvent(**common, error=str(d.get("error", "")), error_type=str(d.get("error_type", "")))
-    return None
