@@ -103,12 +103,17 @@ class Gate:
     def __init__(self) -> None:
         self.entered = asyncio.Event()
         self.open = asyncio.Event()
+        self.cancelled = 0
 
         @tool
         async def lookup(q: str) -> str:
             """Look something up."""
             self.entered.set()
-            await self.open.wait()
+            try:
+                await self.open.wait()
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
             return "42"
 
         self.tool = lookup
@@ -127,7 +132,8 @@ async def setup(tmp_path: Path, temporal_server: DevServer, client: Any, queue: 
     state = f"sqlite:///{tmp_path / 'state.db'}"
     doc = tmp_path / "helper.json"
     doc.write_bytes(orjson.dumps(agent_doc(llm.url)))
-    args = [str(doc), "--temporal", temporal_server.address, "--task-queue", queue, "--state", state]
+    args = [str(doc), "--temporal", temporal_server.address, "--task-queue", queue, "--state", state,
+            "--heartbeat-timeout", "2"]  # an immediate cancel reaches a tool in flight within ~0.5 s
     agent = Agent(name="helper", instruction="You help.", url=llm.url, model="fake-model",
                   tools=[gate.tool, AskUserTool()], config={"maxRetries": -1})
     async with await open_store(state) as store, \
@@ -169,7 +175,7 @@ async def test_openai_sdk_streams_a_durable_run_while_it_goes_on(
     from openai import AsyncOpenAI
 
     gate = Gate()
-    with FakeLLM([*STREAMED, {"text": "Not streamed."}]) as llm:
+    with FakeLLM([*STREAMED, {"text": "Not streamed."}, *STREAMED[:1]]) as llm:
         async with setup(tmp_path, temporal_server, temporal_client, task_queue, llm, serve_process,
                          gate) as (server, _):
             sdk = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused")
@@ -188,7 +194,21 @@ async def test_openai_sdk_streams_a_durable_run_while_it_goes_on(
             plain = await sdk.chat.completions.create(
                 model="helper", messages=[{"role": "user", "content": "again"}])
             await sdk.close()
+
+            # A streaming client that goes away cancels its run (a workflow cancellation), as in process.
+            gate.open.clear()
+            gate.entered.clear()
+            chat = {"model": "helper", "messages": [{"role": "user", "content": "once more"}], "stream": True}
+            async with httpx.AsyncClient(timeout=30) as http, \
+                    http.stream("POST", f"{server.url}/v1/chat/completions", json=chat) as resp:
+                run_id = resp.headers["x-run-id"]
+                async for line in resp.aiter_lines():
+                    if line.startswith("data: ") and "content" in line:
+                        await asyncio.wait_for(gate.entered.wait(), 30)
+                        break  # leave while the tool holds the run
+            gone = await asyncio.wait_for(temporal_client.get_workflow_handle(run_id).result(), 30)
         llm.assert_all_consumed()
+    assert gone["result"]["stop_reason"] == "cancelled" and gate.cancelled == 1
     assert while_running is True
     assert text == "Looking it up now.The answer is 42." and finish == "stop"
     assert plain.choices[0].message.content == "Not streamed."

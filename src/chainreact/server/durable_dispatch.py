@@ -162,6 +162,10 @@ class TemporalDispatcher:
         from ..agent.cancel import CancelMode
 
         CancelMode.parse(mode)  # ValueError before anything is sent
+        live = self.registry.live.get(run_id) if self.registry is not None else None
+        if live is not None and isinstance(live.handle, DurableAgentRun):
+            await live.handle.send_cancel(mode, timeout)  # once its workflow has started
+            return
         run = await self.agent("").get(run_id)
         await run.cancel(mode, timeout=timeout)
 
@@ -350,12 +354,15 @@ class DurableAgentRun:
             return
         self.d.spawn(self._cancel(str(mode), timeout))
 
-    async def _cancel(self, mode: str, timeout: float | None) -> None:
+    async def send_cancel(self, mode: str, timeout: float | None) -> None:
+        """The cancel, sent to the workflow (once it has started; nothing when it could not start)."""
         await self._ready.wait()
-        if self._run is None:
-            return
-        try:
+        if self._run is not None:
             await self._run.cancel(mode, timeout=timeout)
+
+    async def _cancel(self, mode: str, timeout: float | None) -> None:
+        try:
+            await self.send_cancel(mode, timeout)
         except Exception:
             log.exception("run %s: cancel (%s) failed", self.run_id, mode)
 

@@ -280,7 +280,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                     or not math.isfinite(timeout) or timeout < 0):
             return _err(400, "'timeout' must be a non-negative number of seconds", "invalid_body")
-        if not view["live"] and view.get("durable") and view["status"] in ("running", "interrupted"):
+        if view.get("durable") and view["status"] in ("running", "interrupted"):
             return await cancel_durable(view, mode, timeout)
         if not view["live"]:
             return _err(409, f"run {view['id']!r} is not running in this server (status {view['status']})",
@@ -296,8 +296,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         return JSONResponse({"id": view["id"], "status": "cancelling", "mode": mode}, status_code=202)
 
     async def cancel_durable(view: dict[str, Any], mode: str, timeout: float | None) -> Response:
-        # A durable run no one here follows (started by another server, or before a restart): cancel its
-        # workflow directly.
+        # A durable run: its workflow gets the cancel before the answer, also when no one here follows the
+        # run (started by another server, or before a restart).
         assert registry.dispatcher is not None
         try:
             await registry.dispatcher.cancel(view["id"], mode, timeout)
