@@ -377,3 +377,14 @@ async def test_worker_killed_mid_run_while_the_client_streams(temporal_server: D
     assert [n for n, _ in lines] == [0, 1, 2]  # every tool call ran exactly once
     assert lines[0][1] == first.proc.pid and {pid for _, pid in lines[1:]} == {second.proc.pid}
     assert Counter(requests) == {0: 1, 1: 2, 2: 1, 3: 1}  # only the call in flight ran again
+
+
+def test_temporal_needs_a_state_store(tmp_path: Path) -> None:
+    doc = tmp_path / "helper.json"
+    doc.write_bytes(orjson.dumps(agent_doc("http://127.0.0.1:9/v1")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHAINREACT_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "chainreact", "serve", str(doc), "--temporal", "127.0.0.1:7233"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2
+    assert "serve --temporal needs --state URL" in proc.stderr
