@@ -195,18 +195,13 @@ class DurableRun:
 
         idle = 0.0
         ended = False
-        attempts: dict[tuple[Any, ...], int] = {}  # (path, step) -> the model attempt streaming now
+        attempts = StreamAttempts()
         while True:
             batch = await store.events(self.run_id, after=after, limit=500)
             for ev in batch:
                 after = ev.id
-                if ev.type in RESET_EVENTS:
-                    d = ev.data
-                    key = (tuple(d.get("path") or ()), d.get("step"))
-                    attempt = int(d.get("attempt") or 1)
-                    if attempt < attempts.get(key, 1):
-                        continue  # a superseded attempt still writing (e.g. one that timed out)
-                    attempts[key] = attempt
+                if not attempts.keep(ev.type, ev.data):
+                    continue  # a superseded attempt still writing (e.g. one that timed out)
                 yield ev.data
                 if ev.type in STOP_EVENTS:
                     return
@@ -220,3 +215,26 @@ class DurableRun:
             if idle >= 1.0:  # a run that failed before its loop started has no stop event: ask Temporal
                 idle = 0.0
                 ended = (await self.handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+
+class StreamAttempts:
+    """Which model attempt of each step streams now, from the event log's live deltas and `stream_reset`
+    events: `keep(type, data)` is False for a delta (or reset) of an attempt already superseded. Shared by
+    `DurableRun.events()` and the server's durable runs (server/durable_dispatch.py)."""
+
+    def __init__(self) -> None:
+        self.attempts: dict[tuple[Any, ...], int] = {}  # (path, step) -> the model attempt streaming now
+
+    @staticmethod
+    def key(data: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (tuple(data.get("path") or ()), data.get("step"))
+
+    def keep(self, type: str, data: Any) -> bool:
+        if type not in RESET_EVENTS or not isinstance(data, Mapping):
+            return True
+        key = self.key(data)
+        attempt = int(data.get("attempt") or 1)
+        if attempt < self.attempts.get(key, 1):
+            return False
+        self.attempts[key] = attempt
+        return True

@@ -294,12 +294,14 @@ class DurableAgentRun:
         outcome = self._outcome = asyncio.ensure_future(run.result())
         leave = asyncio.ensure_future(self._leave.wait())
         store, after, poll, settled, waited = self.d.store, self.after, POLL_MIN, False, 0.0
+        replay = RetriedStream()
         try:
             while not self._leave.is_set():
                 batch = await store.events(self.run_id, after=after, limit=500)
                 for rec in batch:
                     after = rec.id
-                    ev = event_from_dict(rec.data) if isinstance(rec.data, dict) else None  # typed, for chat
+                    data = replay.filter(rec.type, rec.data) if isinstance(rec.data, dict) else None
+                    ev = event_from_dict(data) if data is not None else None  # typed, for chat
                     if ev is not None:
                         yield ev
                     if rec.type in STOP_EVENTS:
@@ -365,6 +367,55 @@ class DurableAgentRun:
             await self.send_cancel(mode, timeout)
         except Exception:
             log.exception("run %s: cancel (%s) failed", self.run_id, mode)
+
+
+class RetriedStream:
+    """The live deltas of a durable run for a reader that cannot take text back (a chat stream): a model
+    call retried after it streamed part of its text starts over with a `stream_reset` event. Deltas of
+    superseded attempts are dropped (durable.client.StreamAttempts, as `DurableRun.events()`), and the new
+    attempt's text is given only past what the reader has already seen of the step: a retry that streams
+    the same text again (the usual case: same request) adds nothing twice. A retry whose text differs goes
+    on from where it departs from the shown text (what was shown cannot be taken back; the run's final
+    message, and the runs API's event log with its `stream_reset`, have the whole retried answer)."""
+
+    DELTAS = ("text_delta", "reasoning_delta")
+
+    def __init__(self) -> None:
+        from ..durable.client import StreamAttempts
+
+        self.attempts = StreamAttempts()
+        self.shown: dict[tuple[Any, ...], str] = {}  # (path, step, delta type) -> text given so far
+        self.skip: dict[tuple[Any, ...], str] = {}  # ... -> shown text the retried attempt has yet to pass
+
+    def filter(self, type: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        """`data` to give on (possibly with a shorter `text`), or None to drop it."""
+        if not self.attempts.keep(type, data):
+            return None
+        if type == "stream_reset":
+            step = self.attempts.key(data)
+            for kind in self.DELTAS:
+                if self.shown.get((*step, kind)):
+                    self.skip[(*step, kind)] = self.shown[(*step, kind)]
+            return None  # no chat frame: the runs API reads the log itself, where the reset stays
+        if type not in self.DELTAS:
+            return data
+        key = (*self.attempts.key(data), type)
+        text = str(data.get("text") or "")
+        pending = self.skip.get(key)
+        if pending:
+            n = 0
+            while n < len(text) and n < len(pending) and text[n] == pending[n]:
+                n += 1
+            if n == len(text) and n < len(pending):
+                self.skip[key] = pending[n:]
+                return None  # still replaying what the reader has
+            del self.skip[key]
+            text = text[n:]
+            if not text:
+                return None
+            data = {**data, "text": text}
+        self.shown[key] = self.shown.get(key, "") + text
+        return data
 
 
 def _interrupted(outcome: asyncio.Task[Any]) -> bool:
