@@ -21,10 +21,13 @@ A durable run is not this process's to lose: once shutdown has begun (after the 
 clients that go away meanwhile) the server stops following such runs instead of cancelling them; they end
 in the workers. Outside shutdown, a client leaving a run it owns cancels it, as in process.
 
-The hook for other kinds (rule chains and flows made durable): a dispatcher whose `serves("chain", id)` is
-true gets `start(registry, "chain", ...)` from `RunRegistry.start_chain`, returns a LiveRun launched with
-`registry.launch`, and marks its stored runs so that `owns(record)` recognises them (the protocol:
-runs_registry.RunDispatcher).
+Rule chains (kind `chain`): the registry's ChainRun, the chat routes and RuleGo's execute/notify run the
+chain as a DurableChain workflow (start_chain; frames.chain_frames(durable=...)); its frames come at its
+end. Their records are the registry's ordinary chain records.
+
+The hook for other kinds (flows made durable): a dispatcher whose `serves(kind, id)` is true gets
+`start(registry, kind, ...)` from the registry, returns a LiveRun launched with `registry.launch`, and marks
+its stored runs so that `owns(record)` recognises them (the protocol: runs_registry.RunDispatcher).
 """
 
 from __future__ import annotations
@@ -81,9 +84,9 @@ def new_run_id(name: str) -> str:
 
 
 class TemporalDispatcher:
-    """Agent runs as workflows on `task_queue` at `address` (see the module doc)."""
+    """Agent and rule chain runs as workflows on `task_queue` at `address` (see the module doc)."""
 
-    kinds = frozenset({"agent"})
+    kinds = frozenset({"agent", "chain"})
 
     def __init__(self, catalog: Any, address: str, task_queue: str, *, namespace: str = "default",
                  spawn: Callable[[Any], Any] | None = None, heartbeat_timeout: float | None = None):
@@ -126,8 +129,29 @@ class TemporalDispatcher:
     def serves(self, kind: str, target: str) -> bool:
         return kind in self.kinds
 
+    def chain(self, chain_id: str) -> Any:
+        from ..durable import DurableChain, DurableOptions
+
+        options = DurableOptions() if self.heartbeat_timeout is None else \
+            DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
+        return DurableChain(chain_id, client=self.client, task_queue=self.task_queue,
+                            namespace=self.namespace, options=options)
+
+    async def start_chain(self, chain_id: str, msg: Any, *, run_id: str | None = None) -> Any:
+        """A DurableChainRun of `msg` through chain `chain_id` (frames.chain_frames, the RuleGo routes)."""
+        return await self.chain(chain_id).start(msg, run_id=run_id)
+
     def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
               session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
+        if kind == "chain":
+            # The registry's chain run (runs_chains.ChainRun: its events logged by this server, its end
+            # saved as an in-process chain run's), with the chain a workflow whose id is the run id. It is
+            # not one of `owns`'s runs: cancel reaches it through the live run, as in process.
+            from .runs_chains import ChainRun
+
+            chain_run = ChainRun(obj, target, data, None, durable=self)
+            live = LiveRun(chain_run.run_id, target, None, detached, True, chain_run, kind="chain")
+            return registry.launch(live, functools.partial(registry.save_chain_end, live), listen)
         name = obj.name
         run_id = new_run_id(name)
         handle = DurableAgentRun(self, name, run_id, new={"input": data, "stream": stream, "target": target,
@@ -184,6 +208,8 @@ class TemporalDispatcher:
         return view
 
     async def run(self, kind: str, obj: Any, data: Any) -> Any:
+        if kind != "agent":
+            raise ValueError(f"TemporalDispatcher.run: kind {kind!r}: only agents (chains: start_chain)")
         return await self.agent(obj.name).run(data)
 
     # -- helpers --------------------------------------------------------------------------------------

