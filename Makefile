@@ -9,6 +9,12 @@ PIP := $(BIN)/python -m pip install --prefer-binary --disable-pip-version-check 
 PYPROJECT_HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
 DEMO_TASK ?= What is 17 + 25? Use the add tool.
 
+# pip compiles llama.cpp (the 'local' extra) from source: build it for any AVX2-era x86-64 CPU rather than
+# for this one (-march=native). A native build on a Sapphire Rapids-class CPU uses AMX tiles, which crash
+# with a general protection fault on the first inference in many VMs (ggml-org/llama.cpp#20824), and a
+# machine-specific wheel in pip's cache would also break on the next machine. Override to taste.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
 .PHONY: demo test lint screenshots bench bench-smoke install install-dev clean-venv
 
 $(BIN)/python:
