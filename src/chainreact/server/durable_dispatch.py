@@ -21,11 +21,12 @@ A durable run is not this process's to lose: once shutdown has begun (after the 
 clients that go away meanwhile) the server stops following such runs instead of cancelling them; they end
 in the workers. Outside shutdown, a client leaving a run it owns cancels it, as in process.
 
-Rule chains (kind `chain`): the registry's ChainRun, the chat routes and RuleGo's execute/notify run the
-chain as a DurableChain workflow (start_chain; frames.chain_frames(durable=...)); its frames come at its
-end. Their records are the registry's ordinary chain records.
+Rule chains (kind `chain`): the registry's ChainRun, the chat routes, RuleGo's execute/notify and MCP run
+the chain as a DurableChain workflow (start_chain; frames.chain_frames(durable=...)); its frames come at
+its end. Their records are the registry's ordinary chain records. Flows (kind `flow`): FlowRuntime hands
+the routes a flows_runtime.DurableServedFlow, whose turns are DurableFlow workflows (`flow`).
 
-The hook for other kinds (flows made durable): a dispatcher whose `serves(kind, id)` is true gets
+The registry's hook (runs of kind agent and chain): a dispatcher whose `serves(kind, id)` is true gets
 `start(registry, kind, ...)` from the registry, returns a LiveRun launched with `registry.launch`, and marks
 its stored runs so that `owns(record)` recognises them (the protocol: runs_registry.RunDispatcher).
 """
@@ -84,9 +85,9 @@ def new_run_id(name: str) -> str:
 
 
 class TemporalDispatcher:
-    """Agent and rule chain runs as workflows on `task_queue` at `address` (see the module doc)."""
+    """Agent runs, rule chain runs and flow turns as workflows on `task_queue` at `address` (module doc)."""
 
-    kinds = frozenset({"agent", "chain"})
+    kinds = frozenset({"agent", "chain", "flow"})
 
     def __init__(self, catalog: Any, address: str, task_queue: str, *, namespace: str = "default",
                  spawn: Callable[[Any], Any] | None = None, heartbeat_timeout: float | None = None):
@@ -136,6 +137,15 @@ class TemporalDispatcher:
             DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
         return DurableChain(chain_id, client=self.client, task_queue=self.task_queue,
                             namespace=self.namespace, options=options)
+
+    def flow(self, flow_id: str) -> Any:
+        """A DurableFlow: the turns of served flow `flow_id` (flows_runtime.DurableServedFlow)."""
+        from ..durable import DurableFlow, DurableOptions
+
+        options = DurableOptions() if self.heartbeat_timeout is None else \
+            DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
+        return DurableFlow(flow_id, client=self.client, task_queue=self.task_queue, namespace=self.namespace,
+                           options=options)
 
     async def start_chain(self, chain_id: str, msg: Any, *, run_id: str | None = None) -> Any:
         """A DurableChainRun of `msg` through chain `chain_id` (frames.chain_frames, the RuleGo routes)."""

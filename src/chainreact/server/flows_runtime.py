@@ -84,8 +84,11 @@ class FlowRuntime:
                 # Sessions are keyed by the flow's id: a flow without one takes its served id, so two
                 # anonymous flows never share sessions in one store.
                 definition = definition.model_copy(update={"id": ident})
-            flow = Flow(definition, source=loaded.source, store=await self.store(),
-                        chains=self.ctx.catalog.engine)
+            flow: Any = Flow(definition, source=loaded.source, store=await self.store(),
+                             chains=self.ctx.catalog.engine)
+            dispatch = self.ctx.extras.get("dispatch")
+            if dispatch is not None and dispatch.serves("flow", ident):  # serve --temporal
+                flow = DurableServedFlow(flow, dispatch.flow(flow.id), await self.store())
             bound = self._bound[ident] = (loaded, flow)
         return bound[1]
 
@@ -94,6 +97,32 @@ class FlowRuntime:
             await self._store.close()
         self._store = None
         self._bound.clear()
+
+
+class DurableServedFlow:
+    """A served flow whose turns are workflows on the workers (`serve --temporal`; durable.DurableFlow, the
+    session in the shared store): `stream` and `send` as a Flow's, the rest (definition, session_key,
+    current_node, ...) the in-process Flow's, which reads the same store. The workers host the flow by its
+    id (`chainreact worker flow.json --state URL`)."""
+
+    def __init__(self, flow: Any, durable: Any, store: Any):
+        self.local = flow
+        self.durable = durable
+        self.log_store = store  # where the workers log the turns' events
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.local, name)
+
+    async def stream(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
+                     group: Mapping[str, Any] | None = None,
+                     agent_events: bool = False) -> AsyncIterator[Any]:
+        async for ev in self.durable.stream(session, text, store=self.log_store, user=user, group=group,
+                                            agent_events=agent_events):
+            yield ev
+
+    async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
+                   group: Mapping[str, Any] | None = None) -> Any:
+        return await self.durable.send(session, text, user=user, group=group)
 
 
 def needs_login(flow: Any) -> bool:

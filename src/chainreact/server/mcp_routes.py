@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from .catalog import Entry
 from .context import ServerContext
+from .frames import chain_dispatch
 
 log = logging.getLogger("chainreact.server")
 
@@ -181,7 +182,16 @@ async def _call_chain(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
     data = args["data"]
     msg = RuleMsg(type=msg_type, data=data if isinstance(data, str) else orjson.dumps(data).decode(),
                   metadata=dict(meta), data_type="TEXT" if isinstance(data, str) else "JSON")
-    ends = await ctx.catalog.engine.run(entry.id, msg)
+    durable = chain_dispatch(ctx, entry.id)  # `serve --temporal`: a workflow on the workers
+    if durable is None:
+        ends = await ctx.catalog.engine.run(entry.id, msg)
+    else:
+        from ..durable import DurableRunError
+
+        try:
+            ends = await (await durable.start_chain(entry.id, msg)).result()
+        except DurableRunError as e:
+            raise ToolFailure(str(e)) from None
     ok = next((e for e in ends if e.relation == SUCCESS and not e.error), None)
     if ok is None:
         bad = next((e for e in ends if e.relation == FAILURE or e.error), None)

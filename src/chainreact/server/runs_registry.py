@@ -57,7 +57,8 @@ def shown_session(target: str | None, stored: str | None) -> str | None:
 
 class RunDispatcher(Protocol):
     """Runs the registry hands elsewhere instead of running them in process (`serve --temporal`: the
-    TemporalDispatcher of server/durable_dispatch.py, for agents and chains). Durable flows plug in here."""
+    TemporalDispatcher of server/durable_dispatch.py, for agents and chains; its flows go through
+    flows_runtime.DurableServedFlow)."""
 
     def serves(self, kind: str, target: str) -> bool:
         """Whether a run of this `kind` (agent, chain) and catalog id is dispatched."""
