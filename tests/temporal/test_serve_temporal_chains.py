@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import orjson
+from temporalio.client import WorkflowExecutionStatus
 
 from chainreact.durable import DevServer
 from chainreact.durable.chain_workflow import CHAIN_WORKFLOW
@@ -54,7 +55,8 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
 
     state = f"sqlite:///{tmp_path / 'state.db'}"
     chat = {"model": "chat", "messages": [{"role": "user", "content": "hello"}]}
-    with FakeLLM([{"text": ANSWER, "chunks": 3}] * 8) as llm:
+    slow = {"text": "slow " * 60, "chunks": 60, "chunk_delay": 0.25}  # 15 s: the client leaves first
+    with FakeLLM([{"text": ANSWER, "chunks": 3}] * 8 + [slow]) as llm:
         doc = tmp_path / "chat.json"
         doc.write_bytes(orjson.dumps(chat_chain(llm.url)))
         local = await serve_process([str(doc), "--state", f"sqlite:///{tmp_path / 'local.db'}"]).ready()
@@ -66,7 +68,7 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
 
         temporal = ["--temporal", temporal_server.address, "--task-queue", task_queue, "--state", state]
         worker_processes([str(doc), *temporal])
-        server = await serve_process([str(doc), *temporal]).ready()
+        server = await serve_process([str(doc), *temporal, "--heartbeat-timeout", "2"]).ready()
         sdk = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused")
         plain = await sdk.chat.completions.create(model="chat", messages=chat["messages"])
         await sdk.close()
@@ -82,6 +84,23 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
             view = (await http.get(f"{server.url}/api/v1/runs/{run_id}")).json()
         async with mcp_session(server.url) as session:
             tool = await session.call_tool("chat", {"data": chat, "msgType": "chat.completions"})
+        ids = await _chain_workflows(temporal_client, task_queue, 6)
+
+        # A streaming client that leaves (no frame has come yet: they come at the chain's end) cancels the
+        # chain's workflow.
+        async with httpx.AsyncClient(timeout=60) as http, \
+                http.stream("POST", f"{server.url}/v1/chat/completions", json={**chat, "stream": True}):
+            deadline = time.monotonic() + 30
+            while len(llm.chat_requests) < 9:  # the agent node's model call is under way in the worker
+                assert time.monotonic() < deadline, "the chain's agent node did not call the model"
+                await asyncio.sleep(0.05)
+        left = [i for i in await _chain_workflows(temporal_client, task_queue, 7) if i not in ids]
+        assert len(left) == 1
+        handle = temporal_client.get_workflow_handle(left[0])
+        deadline = time.monotonic() + 30
+        while (status := (await handle.describe()).status) == WorkflowExecutionStatus.RUNNING:
+            assert time.monotonic() < deadline, "the chain's workflow was not cancelled"
+            await asyncio.sleep(0.1)
         llm.assert_all_consumed()
     answer = expected["choices"][0]["message"]["content"]
     assert answer == ANSWER.upper()
@@ -99,11 +118,16 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
     requests = [r.messages for r in llm.chat_requests]
     assert requests[n_local] == requests[0] and n_local == 2
     # Each of the six chain runs was a workflow on the queue, the runs API's with the run's id.
+    assert len(ids) == 6 and run_id in ids
+    assert status == WorkflowExecutionStatus.CANCELED
+    assert sum(r.messages == requests[0] for r in llm.chat_requests) == 9  # the cancelled one's call too
+
+
+async def _chain_workflows(client: Any, task_queue: str, at_least: int) -> list[str]:
     query = f"TaskQueue = '{task_queue}' AND WorkflowType = '{CHAIN_WORKFLOW}'"
     deadline = time.monotonic() + 20
     while True:  # the dev server's list (visibility) lags a little behind the runs
-        ids = [w.id async for w in temporal_client.list_workflows(query)]
-        if len(ids) >= 6 or time.monotonic() > deadline:
-            break
+        ids = [w.id async for w in client.list_workflows(query)]
+        if len(ids) >= at_least or time.monotonic() > deadline:
+            return ids
         await asyncio.sleep(0.2)
-    assert len(ids) == 6 and run_id in ids
