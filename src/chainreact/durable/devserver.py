@@ -49,10 +49,14 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # One machine, one process: SQLite in WAL mode without a sync per transaction (the default journal
 # costs the server about a third more CPU per run), and one partition per task queue (the default four
 # split the pollers, so fewer tasks match at once and more go through the database). See docs/durable.md,
-# "Performance".
+# "Performance". And the history service's transfer-queue reader, which hands every new workflow task and
+# (non-eager) activity task to matching, is limited to 20 reads/s per shard: the dev server has one shard,
+# so once the limiter's burst is spent each task waited up to 50 ms (30-40 ms on average) before a worker
+# could pick it up; production clusters spread this over hundreds of shards.
 FAST = ("--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
         "--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
-        "--dynamic-config-value", "matching.numTaskqueueWritePartitions=1")
+        "--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
+        "--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000")
 
 
 def die_with_parent(parent: int) -> Any:
