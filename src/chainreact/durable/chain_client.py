@@ -23,26 +23,18 @@ from typing import Any
 from ..chains.model import End
 from ..chains.msg import RuleMsg
 from .chain_plan import JSON
-from .client import DurableRunError, connect
+from .client import DurableRunError, DurableTarget
 from .options import DurableOptions
 
 
-class DurableChain:
+class DurableChain(DurableTarget):
     """A rule chain run as Temporal workflows on `task_queue` (see the module doc)."""
 
     def __init__(self, chain: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
                  namespace: str = "default", timeout: float | None = None):
+        super().__init__(client=client, task_queue=task_queue, options=options, namespace=namespace)
         self.chain_id: str = chain if isinstance(chain, str) else chain.id
-        self._client = client
-        self.task_queue = task_queue
-        self.options = options or DurableOptions()
-        self.namespace = namespace
         self.timeout = timeout  # the message timeout (seconds); None: the worker engine's
-
-    async def client(self) -> Any:
-        if isinstance(self._client, str):
-            self._client = await connect(self._client, namespace=self.namespace)
-        return self._client
 
     async def start(self, msg: RuleMsg | str, *, run_id: str | None = None,
                     timeout: float | None = None) -> DurableChainRun:

@@ -56,12 +56,12 @@ async def connect(address: str, *, namespace: str = "default", wait: float = 30.
         await asyncio.sleep(0.2)
 
 
-class DurableAgent:
-    """An agent run as Temporal workflows on `task_queue` (see the module doc)."""
+class DurableTarget:
+    """What DurableAgent, DurableChain and DurableFlow share: the Temporal client (an address is connected
+    on first use), the task queue, the options and the namespace."""
 
-    def __init__(self, agent: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
+    def __init__(self, *, client: Any, task_queue: str, options: DurableOptions | None = None,
                  namespace: str = "default"):
-        self.name: str = agent if isinstance(agent, str) else agent.name
         self._client = client
         self.task_queue = task_queue
         self.options = options or DurableOptions()
@@ -71,6 +71,15 @@ class DurableAgent:
         if isinstance(self._client, str):
             self._client = await connect(self._client, namespace=self.namespace)
         return self._client
+
+
+class DurableAgent(DurableTarget):
+    """An agent run as Temporal workflows on `task_queue` (see the module doc)."""
+
+    def __init__(self, agent: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
+                 namespace: str = "default"):
+        super().__init__(client=client, task_queue=task_queue, options=options, namespace=namespace)
+        self.name: str = agent if isinstance(agent, str) else agent.name
 
     async def start(self, input: Any = None, *, stream: bool = False,
                     metadata: Mapping[str, Any] | None = None,

@@ -21,28 +21,20 @@ from typing import Any
 
 from ..flows.engine import TurnResult
 from ..flows.events import FlowEvent, FlowMessage
-from .client import DurableRunError, connect
+from .client import DurableRunError, DurableTarget
 from .codec import JSON
 from .options import DurableOptions
 
 STOP_EVENTS = ("turn_end", "error")
 
 
-class DurableFlow:
+class DurableFlow(DurableTarget):
     """A chat flow whose turns run as Temporal workflows on `task_queue` (see the module doc)."""
 
     def __init__(self, flow: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
                  namespace: str = "default"):
+        super().__init__(client=client, task_queue=task_queue, options=options, namespace=namespace)
         self.id: str = flow if isinstance(flow, str) else flow.id
-        self._client = client
-        self.task_queue = task_queue
-        self.options = options or DurableOptions()
-        self.namespace = namespace
-
-    async def client(self) -> Any:
-        if isinstance(self._client, str):
-            self._client = await connect(self._client, namespace=self.namespace)
-        return self._client
 
     def session_key(self, session: str) -> str:
         """The session's key in the state store, and the workflow id of its turns."""
