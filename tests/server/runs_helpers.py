@@ -16,21 +16,36 @@ def agent_doc(url: str, ident: str = "helper", **extra: Any) -> dict[str, Any]:
                               "systemPrompt": "You help.", **extra}}
 
 
-def sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
-    """Raw SSE lines -> {"id", "event", "data"} per frame (id None when the frame has no id line)."""
-    frame: dict[str, Any] = {"id": None, "event": "message", "data": ""}
-    for line in lines:
+class SseFrames:
+    """An SSE parser fed line by line: `feed` returns each complete {"id", "event", "data"} frame (id None
+    when the frame has no id line), else None. For sync and async line sources alike."""
+
+    def __init__(self) -> None:
+        self.frame: dict[str, Any] = {"id": None, "event": "message", "data": ""}
+
+    def feed(self, line: str) -> dict[str, Any] | None:
+        frame = self.frame
         if line == "":
+            self.frame = {"id": None, "event": "message", "data": ""}
             if frame["data"]:
                 frame["data"] = orjson.loads(frame["data"])
-                yield frame
-            frame = {"id": None, "event": "message", "data": ""}
+                return frame
         elif line.startswith("id: "):
             frame["id"] = int(line[4:])
         elif line.startswith("event: "):
             frame["event"] = line[7:]
         elif line.startswith("data: "):
             frame["data"] += line[6:]
+        return None
+
+
+def sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """Raw SSE lines -> {"id", "event", "data"} per frame (id None when the frame has no id line)."""
+    parser = SseFrames()
+    for line in lines:
+        frame = parser.feed(line)
+        if frame is not None:
+            yield frame
 
 
 def wait_status(url: str, run_id: str, *, headers: dict[str, str] | None = None,

@@ -28,7 +28,7 @@ from chainreact.agent.interrupts import AskUserTool
 from chainreact.durable import AgentHost, DevServer, durable_worker
 from chainreact.state import open_store
 from chainreact.testing import FakeLLM
-from tests.server.runs_helpers import agent_doc
+from tests.server.runs_helpers import SseFrames, agent_doc
 from tests.temporal.test_workers import _env, _tool_lines, steps_responder, write_agent
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -143,19 +143,11 @@ async def setup(tmp_path: Path, temporal_server: DevServer, client: Any, queue: 
 
 
 async def sse(resp: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    frame: dict[str, Any] = {"id": None, "event": "message", "data": ""}
+    parser = SseFrames()
     async for line in resp.aiter_lines():
-        if line == "":
-            if frame["data"]:
-                frame["data"] = orjson.loads(frame["data"])
-                yield frame
-            frame = {"id": None, "event": "message", "data": ""}
-        elif line.startswith("id: "):
-            frame["id"] = int(line[4:])
-        elif line.startswith("event: "):
-            frame["event"] = line[7:]
-        elif line.startswith("data: "):
-            frame["data"] += line[6:]
+        frame = parser.feed(line)
+        if frame is not None:
+            yield frame
 
 
 async def wait_status(http: httpx.AsyncClient, url: str, run_id: str, until: tuple[str, ...],
