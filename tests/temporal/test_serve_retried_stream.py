@@ -63,7 +63,7 @@ async def test_a_retried_model_call_streams_once_through_the_server(
 
 
 def test_the_chat_reader_drops_superseded_attempts_and_goes_on_where_a_retry_departs() -> None:
-    from chainreact.server.durable_dispatch import RetriedStream
+    from chainreact.server.durable_runs import RetriedStream
 
     r = RetriedStream()
 

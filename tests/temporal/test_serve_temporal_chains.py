@@ -18,7 +18,7 @@ from chainreact.durable import DevServer
 from chainreact.durable.chain_workflow import CHAIN_WORKFLOW
 from chainreact.testing import FakeLLM
 from tests.server.test_mcp_routes import mcp_session, text_of
-from tests.temporal.test_serve_temporal import serve_process, sse  # noqa: F401 (a fixture)
+from tests.temporal.test_serve_temporal import serve_process, sse, wait_status  # noqa: F401 (a fixture)
 
 ANSWER = "Chained through a worker."
 
@@ -86,8 +86,7 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
             tool = await session.call_tool("chat", {"data": chat, "msgType": "chat.completions"})
         ids = await _chain_workflows(temporal_client, task_queue, 6)
 
-        # A streaming client that leaves (no frame has come yet: they come at the chain's end) cancels the
-        # chain's workflow.
+        # A streaming client that leaves while the agent node streams cancels the chain's workflow.
         async with httpx.AsyncClient(timeout=60) as http, \
                 http.stream("POST", f"{server.url}/v1/chat/completions", json={**chat, "stream": True}):
             deadline = time.monotonic() + 30
@@ -105,7 +104,7 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
     answer = expected["choices"][0]["message"]["content"]
     assert answer == ANSWER.upper()
     assert plain.choices[0].message.content == answer
-    # Streamed: the agent node's text (its Stream frames), as in process; a durable chain's come at its end.
+    # Streamed: the agent node's text (its Stream frames), as in process (test_chain_live_stream.py: live).
     assert streamed == expected_stream == (ANSWER, "stop")
     assert rulego["choices"][0]["message"]["content"] == answer
     assert executed.status_code == 200
@@ -121,6 +120,48 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
     assert len(ids) == 6 and run_id in ids
     assert status == WorkflowExecutionStatus.CANCELED
     assert sum(r.messages == requests[0] for r in llm.chat_requests) == 9  # the cancelled one's call too
+
+
+async def test_a_chain_run_is_cancelled_from_another_server(
+        temporal_server: DevServer, temporal_client: Any, task_queue: str, tmp_path: Path,
+        serve_process: Any, worker_processes: Any) -> None:  # noqa: F811
+    slow = {"text": "slow " * 120, "chunks": 120, "chunk_delay": 0.25}  # 30 s: cancelled long before
+    with FakeLLM([slow]) as llm:
+        doc = tmp_path / "chat.json"
+        doc.write_bytes(orjson.dumps(chat_chain(llm.url)))
+        temporal = ["--temporal", temporal_server.address, "--task-queue", task_queue,
+                    "--state", f"sqlite:///{tmp_path / 'state.db'}"]
+        worker_processes([str(doc), *temporal])
+        first, second = [await serve_process([str(doc), *temporal, "--heartbeat-timeout", "2"]).ready()
+                         for _ in range(2)]
+        async with httpx.AsyncClient(timeout=60) as http:
+            started = await http.post(f"{first.url}/api/v1/rules/chat/runs",
+                                      json={"input": "hello", "detached": True})
+            run_id = started.json()["id"]
+            deadline = time.monotonic() + 30
+            while not llm.chat_requests:  # the agent node streams in the worker
+                assert time.monotonic() < deadline, "the chain's agent node did not call the model"
+                await asyncio.sleep(0.05)
+            seen = (await http.get(f"{second.url}/api/v1/runs/{run_id}")).json()
+            refused = await http.post(f"{second.url}/api/v1/runs/{run_id}/cancel",
+                                      json={"mode": "after_tools"})
+            cancel = await http.post(f"{second.url}/api/v1/runs/{run_id}/cancel", json={})
+            there = await wait_status(http, first.url, run_id, ("cancelled", "failed", "done"))
+            here = await wait_status(http, second.url, run_id, ("cancelled", "failed", "done"))
+            events = [f["event"] async for f in sse(await http.send(
+                http.build_request("GET", f"{second.url}/api/v1/runs/{run_id}/events"), stream=True))]
+        desc = await temporal_client.get_workflow_handle(run_id).describe()
+    assert started.status_code == 202
+    # The other server sees the run as a durable chain run that it does not follow, and cancels it.
+    assert (seen["status"], seen["kind"], seen["live"], seen.get("durable")) == \
+        ("running", "chain", False, True)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_mode"
+    assert cancel.status_code == 202, cancel.text
+    assert desc.status == WorkflowExecutionStatus.CANCELED
+    # The server that followed it saved it cancelled, as an in-process chain run cancelled there.
+    assert there["status"] == here["status"] == "cancelled"
+    assert events[0] == "run_start" and events[-2:] == ["cancelled", "end"]
+    assert len(llm.chat_requests) == 1
 
 
 async def _chain_workflows(client: Any, task_queue: str, at_least: int) -> list[str]:

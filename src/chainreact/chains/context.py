@@ -69,6 +69,8 @@ class Run:
         self.exec_waits: list[tuple[str, asyncio.Future[None]]] = []
         self.outputs: dict[str, RuleMsg] = {}
         self.state: dict[str, Any] = {}  # per-run component state (join arrivals)
+        # A sub-chain's run: the flow node's context its Stream frames continue from (tell_flow).
+        self.via: NodeContext | None = None
 
     # --- scheduling -------------------------------------------------------------------------------
     def start(self, msg: RuleMsg) -> None:
@@ -366,6 +368,7 @@ class NodeContext:
 
         sub = Run(engine, chain, end_fn=lambda e, _a: on_end(e), on_stream=stream, on_debug=parent.on_debug,
                   budget=parent.budget, debug_all=parent.debug_all, parent=parent)
+        sub.via = self
         parent.children.add(sub)
         try:
             sub.start(msg)

@@ -34,6 +34,9 @@ def register(add: AddCommand) -> None:
     from .temporal_cmds import add_run_options
 
     add_run_options(r)  # --temporal ADDRESS --task-queue Q: a worker runs it (cli/temporal_chains.py)
+    r.add_argument("--state", default=None, metavar="URL",
+                   help="with --temporal: the workers' state store, where --stream/--jsonl read the frames "
+                        "as the workers log them (without it they come at the chain's end)")
     fmt = r.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help='print {"ends": [...]} (a stable form for scripts)')
     fmt.add_argument("--jsonl", action="store_true", help="print stream frames, debug events and ends as "
@@ -121,12 +124,10 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
         from .temporal_chains import run_chain_durable
 
         try:
-            ends, frames = run_chain_durable(args, target, msg)
+            ends = run_chain_durable(args, target, msg, on_stream)
         except DurableRunError as e:
             write(f"error: {e}\n", sys.stderr)
             return EXIT_FAIL
-        for frame in frames:
-            on_stream(frame)
         for end in ends:
             on_end(end)
     else:

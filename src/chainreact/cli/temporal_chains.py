@@ -3,12 +3,14 @@ documents, and `chainreact chain run CHAIN --temporal ...` (cli/chain_cmds.py) r
 
     chainreact worker agent.json chain.json chains/ --temporal 127.0.0.1:7233 --task-queue q
     chainreact chain run chain.json --data '...' --temporal 127.0.0.1:7233 --task-queue q [--json]
+    chainreact chain run chain.json --stream --temporal ... --state URL    # frames live, from the store
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any
 
 from .common import UsageError, run_with_temporal_client
@@ -47,19 +49,32 @@ def chain_host(chain_paths: list[str], globals_: dict[str, Any], agents: list[An
     return ChainHost(engine, agents, store=store)
 
 
-def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any) -> tuple[list[Any], list[Any]]:
-    """One message through chain `chain_id` as a workflow executed by a worker: (ends, stream frames)."""
+def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any,
+                      on_stream: Callable[[Any], None]) -> list[Any]:
+    """One message through chain `chain_id` as a workflow executed by a worker: its ends; its Stream
+    frames to `on_stream`, as the workers log them with --state (the workers' store), else at the end."""
     from ..durable import DurableChain, connect
 
     if not args.temporal:
         raise UsageError("no Temporal address: give --temporal HOST:PORT")
     if args.debug_nodes:
         raise UsageError("--debug-nodes is not available with --temporal (node debug events stay in-process)")
+    live = bool(args.state) and bool(args.stream or args.jsonl)
 
-    async def go() -> tuple[list[Any], list[Any]]:
+    async def go() -> list[Any]:
         client = await connect(str(args.temporal), namespace=args.namespace)
         run = await DurableChain(chain_id, client=client, task_queue=args.task_queue).start(
-            msg, timeout=args.timeout)
-        return await run.result(), run.frames
+            msg, timeout=args.timeout, stream=live)
+        if live:
+            from ..state import open_store
+
+            async with await open_store(args.state) as store:
+                async for frame in run.stream(store):
+                    on_stream(frame)
+        ends = await run.result()
+        if not live:
+            for frame in run.frames:
+                on_stream(frame)
+        return ends
 
     return run_with_temporal_client(go)

@@ -2,7 +2,10 @@
 
     chainreact.chain.plan   the chain's snapshot (graph, workflow nodes' configuration, engine figures)
     chainreact.chain.node   one node's OnMsg, on the worker's own loaded chain; what it told (relations,
-                            messages, errors, ends, stream frames) is returned and replayed by the workflow
+                            messages, errors, ends, stream frames) is returned and replayed by the workflow;
+                            with a log named in its input (a run started with `stream`) and a store, the
+                            node's Stream frames are appended to that log as they come (batched, as the
+                            agent activities' events), and marked `logged` in what it returns
     chainreact.chain.agent_input / agent_save   an agent node's session history, loaded before and saved
                             after its child agent workflow (metadata sessionKey)
 
@@ -25,8 +28,8 @@ from ..chains.context import Budget, NodeContext, Run
 from ..chains.engine import Chain, RuleEngine
 from ..chains.model import End
 from ..chains.msg import RuleMsg
-from .activities import AgentHost, heartbeating
-from .chain_plan import JSON, chain_snapshot, parse_agent_key
+from .activities import FLUSH_EVERY, AgentHost, Publisher, heartbeating
+from .chain_plan import FRAME_EVENT, JSON, chain_snapshot, parse_agent_key
 from .codec import messages_from_list
 
 
@@ -74,11 +77,14 @@ class RecordingContext(NodeContext):
     """A node context that records what the component tells instead of routing it: the workflow replays
     the record on its own context, where the routing happens."""
 
-    __slots__ = ("calls",)
+    __slots__ = ("attempt", "calls", "pub")
 
-    def __init__(self, run: Run, node: Any, msg: RuleMsg, *, from_id: str, err: str | None):
+    def __init__(self, run: Run, node: Any, msg: RuleMsg, *, from_id: str, err: str | None,
+                 pub: Publisher | None = None):
         super().__init__(run, node, msg, parent=None, from_id=from_id, err=err, end_fn=_no_end)
         self.calls: list[JSON] = []
+        self.pub = pub  # the caller's frames log (live Stream frames), or None
+        self.attempt = activity.info().attempt if pub is not None else 1
 
     def tell_next(self, msg: RuleMsg, *relations: str) -> None:
         self.calls.append({"op": "next", "msg": msg.to_dict(), "relations": list(relations)})
@@ -99,7 +105,13 @@ class RecordingContext(NodeContext):
                            "relation": relation, "at_end_node": at_end_node})
 
     async def tell_stream(self, msg: RuleMsg) -> None:
-        self.calls.append({"op": "stream", "msg": msg.to_dict()})
+        d = msg.to_dict()
+        if self.pub is None:
+            self.calls.append({"op": "stream", "msg": d})
+            return
+        self.pub.add({"type": FRAME_EVENT, "msg": d, "node": self.node.id, "attempt": self.attempt})
+        self.calls.append({"op": "stream", "msg": d, "logged": True})
+        await self.pub.maybe_flush()
 
     async def tell_node(self, node_id: str, msg: RuleMsg, *, skip_next: bool = False,
                         on_end: Callable[[End], None] | None = None) -> None:
@@ -144,16 +156,29 @@ class ChainActivities:
                   budget=Budget(engine.max_nodes))
         run.outputs = {k: RuleMsg.from_dict(v) for k, v in (req.get("outputs") or {}).items()}
         msg = RuleMsg.from_dict(req["msg"])
-        ctx = RecordingContext(run, node, msg, from_id=str(req.get("from") or ""), err=req.get("err"))
+        store = self.host.store
+        pub = Publisher(store, req["log"]) if req.get("log") and store is not None else None
+        ctx = RecordingContext(run, node, msg, from_id=str(req.get("from") or ""), err=req.get("err"),
+                               pub=pub)
         ctx.in_relation = str(req.get("relation") or "")
         async with heartbeating(float(req.get("heartbeat", 10.0))):
+            work = asyncio.ensure_future(node.component.on_msg(ctx, msg))
             try:
-                await node.component.on_msg(ctx, msg)
+                while not work.done():
+                    await asyncio.wait((work,), timeout=FLUSH_EVERY if pub is not None else None)
+                    if pub is not None:
+                        await pub.flush()  # frames told since the last one, also while the node waits
+                work.result()
             except asyncio.CancelledError:
+                work.cancel()
                 run.cancel()
+                await asyncio.wait((work,))  # the node's own cleanup (an agent run's cancel) first
                 raise
             except Exception as e:  # a component bug or a function that raised: Failure, as in process
                 ctx.tell_failure(msg, e)
+            finally:
+                if pub is not None:
+                    await pub.flush()
         return {"calls": ctx.calls}
 
     def _agent_node(self, req: JSON) -> Any:

@@ -5,6 +5,10 @@
 
     run = await durable.start(msg)          # a DurableChainRun (a workflow on the task queue)
     ends = await run.result()               # run.frames: the Stream frames, after result()
+
+    run = await durable.start(msg, stream=True)   # the workers log the Stream frames as they come
+    async for frame in run.stream(store): ...     # every frame (RuleMsg), live, from the workers' store
+    ends = await run.result()
     await run.cancel()                      # every branch cancelled (the node activities in flight too)
 
     async with durable_chain_worker(client, "chains", ChainHost(engine)):  # or `chainreact worker chain.json`
@@ -15,6 +19,7 @@ The run executes in whichever worker polls the task queue and has the chain load
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
@@ -22,9 +27,11 @@ from typing import Any
 
 from ..chains.model import End
 from ..chains.msg import RuleMsg
-from .chain_plan import JSON
+from .chain_plan import FRAME_EVENT, JSON, frames_log
 from .client import DurableRunError, DurableTarget
 from .options import DurableOptions
+
+CANCELLED = "CancelledError"  # DurableRunError.error_type of a run cancelled (by anyone)
 
 
 class DurableChain(DurableTarget):
@@ -36,10 +43,12 @@ class DurableChain(DurableTarget):
         self.chain_id: str = chain if isinstance(chain, str) else chain.id
         self.timeout = timeout  # the message timeout (seconds); None: the worker engine's
 
-    async def start(self, msg: RuleMsg | str, *, run_id: str | None = None,
-                    timeout: float | None = None) -> DurableChainRun:
+    async def start(self, msg: RuleMsg | str, *, run_id: str | None = None, timeout: float | None = None,
+                    stream: bool = False) -> DurableChainRun:
         """Start a run (a workflow whose id is the run id) and return its handle at once. A string is the
-        data of a TEXT message."""
+        data of a TEXT message. `stream`: the workers append the Stream frames to their state store's log
+        as the nodes tell them (read them with `DurableChainRun.stream`), instead of returning them with
+        the result."""
         from .chain_workflow import CHAIN_WORKFLOW
 
         if isinstance(msg, str):
@@ -48,7 +57,7 @@ class DurableChain(DurableTarget):
         rid = run_id or f"{self.chain_id}-{uuid.uuid4().hex[:16]}"
         limit = timeout if timeout is not None else self.timeout
         req: JSON = {"chain": self.chain_id, "msg": msg.to_dict(), "timeout": limit,
-                     "options": self.options.to_dict()}
+                     "options": self.options.to_dict(), "stream": stream}
         handle = await client.start_workflow(CHAIN_WORKFLOW, req, id=rid, task_queue=self.task_queue)
         return DurableChainRun(handle, rid)
 
@@ -68,26 +77,67 @@ class DurableChainRun:
     def __init__(self, handle: Any, run_id: str):
         self.handle = handle
         self.run_id = run_id
-        self.frames: list[RuleMsg] = []  # the Stream frames nobody consumed in the chain, after result()
+        # The Stream frames nobody consumed in the chain, after result(); of a run started with `stream`,
+        # only those its workers did not log (a worker without a state store).
+        self.frames: list[RuleMsg] = []
+        self._ends: list[End] | None = None
 
     async def result(self) -> list[End]:
         """The ended branches once every branch has ended. Raises DurableRunError when the run failed
-        (e.g. no worker serves the chain) or was cancelled."""
+        (e.g. no worker serves the chain) or was cancelled (`error_type` CANCELLED)."""
         from temporalio.client import WorkflowFailureError
+        from temporalio.exceptions import CancelledError
 
+        if self._ends is not None:
+            return list(self._ends)
         try:
             out = await self.handle.result()
         except WorkflowFailureError as e:
             cause: Any = e.cause
+            if isinstance(cause, CancelledError):
+                raise DurableRunError(f"run {self.run_id!r} was cancelled", error_type=CANCELLED,
+                                      run_id=self.run_id) from e
             while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
                 cause = cause.cause
             raise DurableRunError(f"run {self.run_id!r} failed: {getattr(cause, 'message', None) or cause}",
                                   error_type=getattr(cause, "type", "") or "", run_id=self.run_id) from e
         self.frames = [RuleMsg.from_dict(f) for f in out.get("streams") or ()]
-        return [End(e["relation"], RuleMsg.from_dict(e["msg"]), e.get("error"), e.get("nodeId", ""))
-                for e in out["ends"]]
+        self._ends = [End(e["relation"], RuleMsg.from_dict(e["msg"]), e.get("error"), e.get("nodeId", ""))
+                      for e in out["ends"]]
+        return list(self._ends)
+
+    async def stream(self, store: Any, *, poll: float = 0.05) -> AsyncIterator[RuleMsg]:
+        """Every Stream frame of a run started with `stream=True`, in order, as the workers log them in
+        `store` (the workers' state store), then the frames that came with the result (from workers without
+        a store). Ends with the run;
+        then `result()` has the ends. A failed or cancelled run raises DurableRunError after its frames."""
+        log = frames_log(self.run_id)
+        outcome = asyncio.ensure_future(self.result())
+        after, settled = 0, False
+        try:
+            while True:
+                batch = await store.events(log, after=after, limit=500)
+                for ev in batch:
+                    after = ev.id
+                    if ev.type == FRAME_EVENT and isinstance(ev.data, dict):
+                        yield RuleMsg.from_dict(ev.data["msg"])
+                if batch:
+                    continue
+                if settled:
+                    break
+                if outcome.done():
+                    settled = True  # the run's last activity logged its frames before it completed
+                    continue
+                await asyncio.wait((outcome,), timeout=poll)
+        finally:
+            if not outcome.done():
+                outcome.cancel()
+        await outcome
+        for frame in self.frames:
+            yield frame
 
     async def cancel(self) -> None:
+        """Cancel every branch at once (the node activities in flight and agent nodes' child runs too)."""
         await self.handle.cancel()
 
     async def status(self) -> JSON:

@@ -28,6 +28,12 @@ WORKFLOW_TYPES = frozenset({"fork", "join", "end", "flow", "for", "groupFilter",
                             "msgTypeSwitch", "delay"})
 AGENT_TYPES = frozenset({"ai/agent", "ai/llm"})
 AGENT_KEY_PREFIX = "chain:"
+FRAME_EVENT = "stream"  # an event of a run's frames log: {"type", "msg": a Stream frame, "node", "attempt"}
+
+
+def frames_log(run_id: str) -> str:
+    """The state store's event log where the workers append a durable chain run's Stream frames live."""
+    return f"{run_id}/frames"
 
 
 def agent_key(chain_id: str, node_id: str, model: str = "", extra: str = "") -> str:

@@ -8,7 +8,11 @@
       - ai/agent, ai/llm: a child agent workflow (`chainreact.agent`: its model and tool calls are activities)
       - every other node: activity `chainreact.chain.node`; the workflow replays what the node told
 
-The ends and the stream frames are the workflow's result. Everything the workflow decides is a function
+The ends are the workflow's result, with the Stream frames that reach the caller. A run started with
+`stream` has its nodes' frames logged live instead (the node activity appends them to the state store's
+log `chain_plan.frames_log(run id)` as they come, as the agent activities do a run's events), when the
+frame would reach the caller (no node consumes it on Stream) and the worker has a store; the rest come
+with the result. Everything the workflow decides is a function
 of the snapshot and the activity results in the history, so a replay on another worker takes the same
 path and runs no completed node again.
 """
@@ -29,8 +33,8 @@ from ..chains.components.ai import _input, _usage_meta
 from ..chains.context import NodeContext, run_message
 from ..chains.lca import lca_of_node
 from ..chains.model import DebugFn, End, StreamFn
-from ..chains.msg import SUCCESS, TEXT, RuleMsg
-from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key
+from ..chains.msg import STREAM, SUCCESS, TEXT, RuleMsg
+from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key, frames_log
 from .codec import usage_from_dict
 from .options import DurableOptions, plain_activity_options, tool_activity_options
 
@@ -155,6 +159,8 @@ class RemoteNode:
                      "heartbeat": max(0.5, self.wf.opts.heartbeat_timeout / 4)}
         if ctx.run.outputs:
             req["outputs"] = {k: m.to_dict() for k, m in ctx.run.outputs.items()}
+        if self.wf.log is not None and reaches_caller(ctx, self.wf.sink):
+            req["log"] = self.wf.log  # its frames go to the caller as they come (chain_activities)
         self.wf.nodes_run += 1
         res = await self.wf.node_activity("chainreact.chain.node", req)
         await replay(ctx, res["calls"])
@@ -163,11 +169,25 @@ class RemoteNode:
         pass
 
 
+def reaches_caller(ctx: NodeContext, sink: Any) -> bool:
+    """Whether a Stream frame told at `ctx` goes to the run's stream callback `sink` (the caller), through
+    the flow nodes of sub-chains, rather than to nodes connected on Stream (context.tell_stream's way)."""
+    while not ctx.node.routes.get(STREAM):
+        if ctx.run.on_stream is sink:
+            return True
+        if ctx.run.via is None:
+            return False
+        ctx = ctx.run.via
+    return False
+
+
 async def replay(ctx: NodeContext, calls: Sequence[JSON]) -> None:
     """Tell on the workflow's context what the node told in its activity (chain_activities)."""
     for c in calls:
-        m = RuleMsg.from_dict(c["msg"])
         op = c["op"]
+        if op == "stream" and c.get("logged"):
+            continue  # the activity put it in the caller's log already (reaches_caller)
+        m = RuleMsg.from_dict(c["msg"])
         if op == "next":
             ctx.tell_next(m, *c["relations"])
         elif op == "success":
@@ -255,6 +275,8 @@ class ChainWorkflow:
         self.opts = DurableOptions()
         self.children = 0
         self.nodes_run = 0
+        self.log: str | None = None  # the log of live Stream frames (a run started with `stream`)
+        self.sink: Any = None  # the run's stream callback: frames for the caller
 
     @workflow.run
     async def run(self, req: JSON) -> JSON:
@@ -272,13 +294,16 @@ class ChainWorkflow:
         chain = engine.get(snap["chain"])
         assert chain is not None
         frames: list[RuleMsg] = []
+        self.sink = frames.append  # kept: reaches_caller compares the callback by identity
+        if req.get("stream"):
+            self.log = frames_log(workflow.info().workflow_id)
         timeout = req.get("timeout")
         self.status = "running"
         try:
             ends = await run_message(engine, chain, RuleMsg.from_dict(req["msg"]),
                                      max_nodes=int(snap.get("max_nodes") or 1000),
                                      timeout=float(timeout) if timeout is not None else snap.get("timeout"),
-                                     on_stream=frames.append)
+                                     on_stream=self.sink)
         except asyncio.CancelledError:
             self.status = "cancelled"
             raise

@@ -229,7 +229,7 @@ class DurableRun:
 class StreamAttempts:
     """Which model attempt of each step streams now, from the event log's live deltas and `stream_reset`
     events: `keep(type, data)` is False for a delta (or reset) of an attempt already superseded. Shared by
-    `DurableRun.events()` and the server's durable runs (server/durable_dispatch.py)."""
+    `DurableRun.events()` and the server's durable runs (server/durable_runs.py)."""
 
     def __init__(self) -> None:
         self.attempts: dict[tuple[Any, ...], int] = {}  # (path, step) -> the model attempt streaming now

@@ -160,7 +160,8 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
     """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
     with `stream`, metadata stream=true and the chain's Stream frames become frames as they come.
     With `durable` (a TemporalDispatcher: chain_dispatch) the run is a workflow on its workers (`run_id`:
-    its id), whose Stream frames come back with its end (durable chains return them then)."""
+    its id); streamed, the workers log its Stream frames in the shared store as they come, read from there.
+    A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED)."""
     from ..chains import FAILURE, SUCCESS, RuleMsg
 
     meta = dict(metadata or {})
@@ -198,7 +199,7 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
                 why = (bad.error or bad.msg.data) if bad else "the chain ended without a Success message"
                 queue.put_nowait(Failed(why or "the chain failed"))
         except Exception as e:
-            queue.put_nowait(Failed(_error_text(e)))
+            queue.put_nowait(_cancelled_frame(e) or Failed(_error_text(e)))
         finally:
             queue.put_nowait(None)
 
@@ -212,10 +213,16 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
             await asyncio.gather(task, return_exceptions=True)
 
 
+RUN_CANCELLED = "run_cancelled"  # Failed.code of a durable chain run cancelled by someone else
+
+
 async def _durable_chain(durable: Any, chain_id: str, msg: Any, run_id: str | None,
                          on_stream: Callable[[Any], None] | None) -> list[Any]:
-    run = await durable.start_chain(chain_id, msg, run_id=run_id)
+    run = await durable.start_chain(chain_id, msg, run_id=run_id, stream=on_stream is not None)
     try:
+        if on_stream is not None:  # the frames as the workers log them (the store they share with us)
+            async for f in run.stream(durable.store):
+                on_stream(f)
         ends = await run.result()
     except asyncio.CancelledError:  # the client went away, or the run was cancelled: so is the workflow
         try:
@@ -223,10 +230,14 @@ async def _durable_chain(durable: Any, chain_id: str, msg: Any, run_id: str | No
         except Exception as e:  # ended meanwhile, or Temporal unreachable: nothing more to stop here
             log.warning("chain run %s: cannot cancel its workflow: %s", run.run_id, e)
         raise
-    if on_stream is not None:
-        for f in run.frames:
-            on_stream(f)
     return list(ends)
+
+
+def _cancelled_frame(e: BaseException) -> Failed | None:
+    """The end of a durable chain run whose workflow someone else cancelled (DurableRunError)."""
+    if getattr(e, "error_type", None) != "CancelledError":  # durable.chain_client.CANCELLED
+        return None
+    return Failed("the run was cancelled", code=RUN_CANCELLED)
 
 
 def _usage(md: dict[str, str]) -> Usage:

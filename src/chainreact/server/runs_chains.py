@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..types import Usage
-from .frames import Done, Failed, Reasoning, Text, Tool, chain_frames
+from .frames import RUN_CANCELLED, Done, Failed, Reasoning, Text, Tool, chain_frames
 
 
 @dataclass(slots=True)
@@ -74,6 +74,9 @@ class ChainRun:
                     self._result = ChainResult(f.content, "stop", f.usage)
                     self._queue.put_nowait(ChainEvent("final", rid, {"content": f.content,
                                                                      "usage": f.usage.to_dict()}))
+                elif isinstance(f, Failed) and f.code == RUN_CANCELLED:  # a durable run, from elsewhere
+                    self._result = ChainResult("", "cancelled")
+                    self._queue.put_nowait(ChainEvent("cancelled", rid, {"mode": "immediate"}))
                 elif isinstance(f, Failed):
                     self._error = ChainRunError(f.message)
                     self._queue.put_nowait(ChainEvent("error", rid, {"error": f.message}))

@@ -280,13 +280,13 @@ def routes(ctx: ServerContext) -> list[Route]:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                     or not math.isfinite(timeout) or timeout < 0):
             return _err(400, "'timeout' must be a non-negative number of seconds", "invalid_body")
+        if view["kind"] == "chain" and mode != "immediate" and (view["live"] or view.get("durable")):
+            return _err(400, "a chain run has no safe points: it cancels immediately only", "invalid_mode")
         if view.get("durable") and view["status"] in ("running", "interrupted"):
             return await cancel_durable(view, mode, timeout)
         if not view["live"]:
             return _err(409, f"run {view['id']!r} is not running in this server (status {view['status']})",
                         "not_running")
-        if view["kind"] == "chain" and mode != "immediate":
-            return _err(400, "a chain run has no safe points: it cancels immediately only", "invalid_mode")
         try:
             live = registry.cancel(view["id"], mode, timeout)
         except ValueError as e:
