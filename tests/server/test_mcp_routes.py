@@ -3,8 +3,11 @@ listed per kind and key, an agent tool (scripted model), a chain tool, a flow to
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,6 +68,30 @@ async def test_agents_chains_and_flows_as_mcp_tools(fake_llm: Any, serve: Any) -
         assert turn.structured_content["session"] == "m1" and turn.structured_content["node"] == "agent"
     # the flow session is the server's: the session routes see it
     assert httpx.get(srv.url + "/api/v1/flows/helpdesk/sessions/m1").json()["node"] == "agent"
+
+
+def test_the_mcp_sdk_is_imported_on_the_first_mcp_request_not_at_startup() -> None:
+    code = ("import sys\nfrom chainreact.server import Catalog, create_app\n"
+            "app = create_app(Catalog.load([]))\n"
+            "print([r.path for r in app.routes if r.path == '/mcp'], 'mcp' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["['/mcp']", "False"]  # the route is there, the SDK not yet
+
+
+async def test_first_mcp_sessions_at_once_share_one_session_manager(fake_llm: Any, serve: Any) -> None:
+    llm = fake_llm([{"text": "one"}, {"text": "two"}])
+    srv = serve({"helper.json": agent_doc(llm.url)})
+
+    async def ask(text: str) -> str:
+        async with mcp_session(srv.url) as session:
+            return text_of(await session.call_tool("helper", {"input": text}))
+
+    answers = await asyncio.gather(ask("a"), ask("b"))
+    assert sorted(answers) == ["one", "two"]
+    assert len(llm.chat_requests) == 2
+    srv.__exit__()  # the manager started by the first request stops with the app
+    assert not srv.thread.is_alive()
 
 
 async def test_mcp_errors_are_tool_errors(fake_llm: Any, serve: Any) -> None:

@@ -13,15 +13,19 @@ With a keys file, each HTTP request needs `Authorization: Bearer <key>` (401 oth
 shows only what the key may `read`, `tools/call` needs `execute` on the id. Failures (a run that fails,
 a chain that ends in Failure, a refused id, bad arguments) are tool results with `isError: true`.
 
-Needs the `mcp` extra; without it the server starts without /mcp (and says so in the log). The SDK's
-session manager runs inside the app's lifespan (ctx.lifespans).
+Needs the `mcp` extra; without it the server starts without /mcp (and says so in the log). The SDK is
+imported, and its session manager started, on the first request to /mcp; the manager stops with the app.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib.util
 import logging
 import re
 import secrets
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -70,12 +74,83 @@ def tool_name(ident: str) -> str:
 
 
 def routes(ctx: ServerContext) -> list[BaseRoute]:
-    try:
-        from mcp.server.lowlevel import Server
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    except ImportError as exc:
-        log.warning("no /mcp: the mcp extra is not installed (pip install 'chainreact[mcp]'): %s", exc)
+    if importlib.util.find_spec("mcp") is None:
+        log.warning("no /mcp: the mcp extra is not installed (pip install 'chainreact[mcp]')")
         return []
+    endpoint = _LazyMcp(ctx)
+
+    @contextlib.asynccontextmanager
+    async def stop_at_exit() -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await endpoint.close()
+
+    ctx.lifespans.append(stop_at_exit)
+    return [Route("/mcp", endpoint=_Guard(ctx, endpoint), methods=["GET", "POST", "DELETE"])]
+
+
+class _LazyMcp:
+    """The SDK's server and session manager, made on the first /mcp request: importing the SDK takes
+    ~0.3 s and ~25 MB, which a server no MCP client talks to should not pay at startup. The manager's
+    task group lives in a task of its own until the app stops (the lifespan hook above)."""
+
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self.handle: Any = None
+        self.lock = asyncio.Lock()
+        self.task: asyncio.Task[None] | None = None
+        self.stop = asyncio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        handle = self.handle or await self._start()
+        if handle is None:
+            body = orjson.dumps({"error": {"message": "MCP is not available: the mcp extra failed to import "
+                                                      "(see the server log); pip install 'chainreact[mcp]'",
+                                           "code": "mcp_unavailable"}})
+            await send({"type": "http.response.start", "status": 501,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await handle(scope, receive, send)
+
+    async def _start(self) -> Any:
+        async with self.lock:
+            if self.handle is not None:
+                return self.handle
+            try:
+                manager = _manager(self.ctx)
+            except ImportError as exc:
+                log.warning("no /mcp: the mcp extra failed to import: %s", exc)
+                return None
+            running = asyncio.Event()
+
+            async def hold() -> None:
+                async with manager.run():
+                    running.set()
+                    await self.stop.wait()
+
+            self.task = asyncio.ensure_future(hold())
+            started = asyncio.ensure_future(running.wait())
+            await asyncio.wait({started, self.task}, return_when=asyncio.FIRST_COMPLETED)
+            if not running.is_set():
+                started.cancel()
+                failed, self.task = self.task, None
+                failed.result()  # the manager failed to start: this request's error (500); the next tries again
+            self.handle = manager.handle_request
+            return self.handle
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.stop.set()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
+def _manager(ctx: ServerContext) -> Any:
+    """The SDK's low-level server with every served agent, chain and flow as a tool, in a streamable
+    HTTP session manager (imports the SDK: ImportError when the extra is missing or broken)."""
+    from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     import mcp_types as types
 
     def visible(key: Any) -> dict[str, Entry]:
@@ -122,8 +197,7 @@ def routes(ctx: ServerContext) -> list[BaseRoute]:
 
     server: Any = Server("chainreact", on_list_tools=list_tools, on_call_tool=call_tool)
     manager = StreamableHTTPSessionManager(app=server, max_request_body_size=ctx.body_limit)
-    ctx.lifespans.append(manager.run)
-    return [Route("/mcp", endpoint=_Guard(ctx, manager.handle_request), methods=["GET", "POST", "DELETE"])]
+    return manager
 
 
 class _Guard:
