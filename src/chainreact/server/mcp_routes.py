@@ -136,7 +136,7 @@ class _LazyMcp:
             if not running.is_set():
                 started.cancel()
                 failed, self.task = self.task, None
-                failed.result()  # the manager failed to start: this request's error (500); the next tries again
+                failed.result()  # the manager failed: this request fails (500), the next one tries again
             self.handle = manager.handle_request
             return self.handle
 
@@ -149,9 +149,9 @@ class _LazyMcp:
 def _manager(ctx: ServerContext) -> Any:
     """The SDK's low-level server with every served agent, chain and flow as a tool, in a streamable
     HTTP session manager (imports the SDK: ImportError when the extra is missing or broken)."""
+    import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    import mcp_types as types
 
     def visible(key: Any) -> dict[str, Entry]:
         tools: dict[str, Entry] = {}
