@@ -86,3 +86,12 @@ def test_a_loop_or_parser_that_is_not_installed_is_refused(tmp_path: Path) -> No
                               capture_output=True, text=True, timeout=60, env=env)
         assert proc.returncode == 2, proc.stderr
         assert f"{flag} {value}: {value} is not installed" in proc.stderr
+
+
+def test_the_serving_process_freezes_what_it_loaded_and_collects_young_objects_less_often() -> None:
+    code = ("import gc\nfrom chainreact.cli.serve_cmds import tune_gc\n"
+            "before = gc.get_freeze_count()\ntune_gc()\n"
+            "print(before, gc.get_freeze_count() > 1000, gc.get_threshold()[0])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "True", "10000"]
