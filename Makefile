@@ -45,7 +45,7 @@ test: install-dev
 
 ## lint: ruff and mypy
 lint: install-dev
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
 
 ## screenshots: the playground's browser tests, writing their screenshots to docs/images/ (needs chromium)

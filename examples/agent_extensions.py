@@ -65,7 +65,8 @@ async def main() -> None:
             elif ev.type == "final":
                 print(f"final ({ev.stop_reason}): {ev.content}")
         print("system prompt sent:", server.chat_requests[1].body["messages"][0]["content"])
-        print("tools in the last request:", [t["function"]["name"] for t in server.chat_requests[-1].body["tools"]])
+        last = server.chat_requests[-1].body
+        print("tools in the last request:", [t["function"]["name"] for t in last["tools"]])
         print("session values:", session)
 
 

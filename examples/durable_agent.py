@@ -44,29 +44,29 @@ async def main() -> None:
         client = await connect(server.address)
         agent = Agent(name="weather", instruction="Answer with the weather tool.", url=llm.url,
                       model="demo", tools=[weather, AskUserTool()])
-        async with await open_store(f"sqlite:///{Path(tmp) / 'state.db'}") as store:
-            # The worker: serves the agent on the task queue, writes event logs into the store.
-            async with durable_worker(client, "agents", AgentHost([agent], store=store)):
-                durable = DurableAgent("weather", client=client, task_queue="agents")
+        # The worker: serves the agent on the task queue, writes event logs into the store.
+        async with await open_store(f"sqlite:///{Path(tmp) / 'state.db'}") as store, \
+                durable_worker(client, "agents", AgentHost([agent], store=store)):
+            durable = DurableAgent("weather", client=client, task_queue="agents")
 
-                run = await durable.start("Weather in Lyon?", stream=True)
-                async for ev in run.events(store):  # live, from the event log
-                    if ev["type"] == "tool_call":
-                        print(f"→ {ev['call']['function']['name']}({ev['call']['function']['arguments']})")
-                    elif ev["type"] == "tool_result":
-                        print(f"← {ev['name']}: {ev['content']}")
-                    elif ev["type"] == "text_delta":
-                        print(f"  delta {ev['text']!r}")
-                result = await run.result()
-                print(f"answer: {result.content} (steps={result.steps}, stop_reason={result.stop_reason})")
+            run = await durable.start("Weather in Lyon?", stream=True)
+            async for ev in run.events(store):  # live, from the event log
+                if ev["type"] == "tool_call":
+                    print(f"→ {ev['call']['function']['name']}({ev['call']['function']['arguments']})")
+                elif ev["type"] == "tool_result":
+                    print(f"← {ev['name']}: {ev['content']}")
+                elif ev["type"] == "text_delta":
+                    print(f"  delta {ev['text']!r}")
+            result = await run.result()
+            print(f"answer: {result.content} (steps={result.steps}, stop_reason={result.stop_reason})")
 
-                run = await durable.start("What is the weather?")
-                stopped = await run.result()
-                question = stopped.interruption.questions[0]
-                print(f"interrupted: {question.question} (status: {(await run.status())['status']})")
-                await run.answer({question.id: "Oslo"})  # a workflow update: checked, then the run goes on
-                result = await run.result()
-                print(f"resumed: {result.content}")
+            run = await durable.start("What is the weather?")
+            stopped = await run.result()
+            question = stopped.interruption.questions[0]
+            print(f"interrupted: {question.question} (status: {(await run.status())['status']})")
+            await run.answer({question.id: "Oslo"})  # a workflow update: checked, then the run goes on
+            result = await run.result()
+            print(f"resumed: {result.content}")
 
 
 if __name__ == "__main__":
