@@ -81,3 +81,42 @@ async def test_flow_turns_run_in_the_workers_and_answer_as_in_process(
             break
         await asyncio.sleep(0.2)
     assert sorted(runs) == ["flow:desk:m1", "flow:desk:s1", "flow:desk:s1", "flow:desk:s2"]
+
+
+async def test_a_client_that_leaves_a_turn_cancels_it(
+        temporal_server: DevServer, temporal_client: Any, task_queue: str, tmp_path: Path,
+        serve_process: Any, worker_processes: Any) -> None:  # noqa: F811
+    from temporalio.client import WorkflowExecutionStatus
+
+    slow = {**reply("Never shown."), "delay": 30}  # the client leaves long before
+    with FakeLLM([reply("Sorry, I will check order 42."), slow, reply("Still checking.")]) as llm:
+        doc = tmp_path / "desk.json"
+        doc.write_text(json.dumps(desk_flow(llm.url)))
+        temporal = ["--temporal", temporal_server.address, "--task-queue", task_queue,
+                    "--state", f"sqlite:///{tmp_path / 'state.db'}"]
+        worker_processes([str(doc), *temporal])
+        server = await serve_process([str(doc), *temporal, "--heartbeat-timeout", "2"]).ready()
+        turn = f"{server.url}/api/v1/flows/desk/sessions/s1/messages"
+        async with httpx.AsyncClient(timeout=60) as http:
+            first = (await http.post(turn, json={"text": "My order 42 is late", "user": USER,
+                                                 "stream": False})).json()
+            async with http.stream("POST", turn, json={"text": "Cancel my order", "user": USER}) as resp:
+                assert resp.status_code == 200
+                deadline = time.monotonic() + 30
+                while len(llm.chat_requests) < 2:  # the turn's agent node waits for its model answer
+                    assert time.monotonic() < deadline, "the second turn did not call the model"
+                    await asyncio.sleep(0.05)
+            # The client has left (the connection is closed): the turn's workflow is cancelled.
+            handle = temporal_client.get_workflow_handle("flow:desk:s1")  # the session's latest turn
+            deadline = time.monotonic() + 30
+            while (status := (await handle.describe()).status) == WorkflowExecutionStatus.RUNNING:
+                assert time.monotonic() < deadline, "the left turn's workflow was not cancelled"
+                await asyncio.sleep(0.1)
+            third = (await http.post(turn, json={"text": "Any news?", "user": USER, "stream": False})).json()
+        requests = [r.messages for r in llm.chat_requests]
+    assert [m["content"] for m in first["messages"]] == ["Sorry, I will check order 42."]
+    assert status == WorkflowExecutionStatus.CANCELED
+    assert [m["content"] for m in third["messages"]] == ["Still checking."]
+    # Nothing of the left turn was saved: the next turn's memory has the first turn, not the second.
+    assert len(requests) == 3
+    assert "My order 42 is late" in str(requests[2]) and "Cancel my order" not in str(requests[2])

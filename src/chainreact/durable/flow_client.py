@@ -7,6 +7,7 @@
     async for event in t.events(store): ...      # event dicts (as `flow send --jsonl` prints), live
     turn = await t.result()
     async for ev in durable.stream("session-1", "Thanks", store=store): ...   # FlowEvents, as Flow.stream
+                                           # (leaving it before the turn's end cancels the turn, as there)
 
 The turn runs in whichever worker polls the task queue and hosts the flow (by id); the caller needs nothing
 of the flow but its id. One session's turns run one at a time: a turn started while another of the same
@@ -16,7 +17,8 @@ session runs waits for it (the workflow id is the session key).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ..flows.engine import TurnResult
@@ -25,7 +27,10 @@ from .client import DurableRunError, DurableTarget
 from .codec import JSON
 from .options import DurableOptions
 
+log = logging.getLogger("chainreact.durable")
+
 STOP_EVENTS = ("turn_end", "error")
+_CANCELS: set[asyncio.Task[None]] = set()  # the cancels of turns left by their callers, while sent
 
 
 class DurableFlow(DurableTarget):
@@ -84,25 +89,48 @@ class DurableFlow(DurableTarget):
         return await turn.result()
 
     async def stream(self, session: str, text: str, *, store: Any, user: Mapping[str, Any] | None = None,
-                     group: Mapping[str, Any] | None = None,
-                     agent_events: bool = False) -> AsyncIterator[FlowEvent]:
+                     group: Mapping[str, Any] | None = None, agent_events: bool = False,
+                     keep_running: Callable[[], bool] | None = None) -> AsyncIterator[FlowEvent]:
         """One turn's FlowEvents as it happens, read from `store` (the workers' state store), as
         Flow.stream (`agent_events`: each `agent` event's `agent_event` typed, as in process). A failed turn
-        raises DurableRunError after its `error` event."""
+        raises DurableRunError after its `error` event. Leaving before the turn's end (closing the iterator:
+        a client went away) cancels the turn's workflow, as closing Flow.stream stops an in-process turn:
+        nothing of it is saved. Unless `keep_running()` then says True (a server shutting down): the turn
+        ends, and is saved, in the workers."""
         from .codec import event_from_dict
 
         turn = await self.start(session, text, user=user, group=group, stream=agent_events)
-        async for d in turn.events(store):
-            if d.get("event") == "error":
-                break
-            data = {k: v for k, v in d.items() if k not in ("event", "node")}
-            if d.get("event") == "agent":
-                typed = event_from_dict(data.get("agent_event") or {})
-                if typed is None:
-                    continue  # an event type this process does not know (a newer worker)
-                data["agent_event"] = typed
-            yield FlowEvent(str(d.get("event")), d.get("node"), data)
+        ended = False
+        try:
+            async for d in turn.events(store):
+                if d.get("event") == "error":
+                    break
+                data = {k: v for k, v in d.items() if k not in ("event", "node")}
+                if d.get("event") == "agent":
+                    typed = event_from_dict(data.get("agent_event") or {})
+                    if typed is None:
+                        continue  # an event type this process does not know (a newer worker)
+                    data["agent_event"] = typed
+                if d.get("event") == "turn_end":
+                    ended = True  # saved: nothing left to cancel
+                yield FlowEvent(str(d.get("event")), d.get("node"), data)
+            ended = True
+        finally:
+            if not ended and not (keep_running is not None and keep_running()):
+                # Sent from a task of its own: the caller's task may be cancelled (a client that left) and
+                # an await here cancelled with it; the cancel goes out all the same.
+                task = asyncio.ensure_future(_cancel(turn))
+                _CANCELS.add(task)
+                task.add_done_callback(_CANCELS.discard)
+                await asyncio.shield(task)
         await turn.result()
+
+
+async def _cancel(turn: DurableTurn) -> None:
+    try:
+        await turn.cancel()
+    except Exception as e:  # ended meanwhile, or Temporal unreachable
+        log.warning("turn %s: cannot cancel its workflow: %s", turn.turn_id, e)
 
 
 class DurableTurn:
@@ -131,6 +159,10 @@ class DurableTurn:
                           messages=[FlowMessage(m["node"], m["content"], m.get("role", "assistant"))
                                     for m in out["messages"]],
                           output=out.get("output"), warnings=list(out.get("warnings") or []))
+
+    async def cancel(self) -> None:
+        """Stop the turn at once (the call in flight learns it at its next heartbeat); nothing is saved."""
+        await self.handle.cancel()
 
     async def status(self) -> JSON:
         """{"status": starting|running|done|failed, "node": the node it is at, "turn": the turn id}."""

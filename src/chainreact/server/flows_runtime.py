@@ -88,7 +88,7 @@ class FlowRuntime:
                              chains=self.ctx.catalog.engine)
             dispatch = self.ctx.extras.get("dispatch")
             if dispatch is not None and dispatch.serves("flow", ident):  # serve --temporal
-                flow = DurableServedFlow(flow, dispatch.flow(flow.id), await self.store())
+                flow = DurableServedFlow(flow, dispatch.flow(flow.id), await self.store(), dispatch)
             bound = self._bound[ident] = (loaded, flow)
         return bound[1]
 
@@ -103,22 +103,27 @@ class DurableServedFlow:
     """A served flow whose turns are workflows on the workers (`serve --temporal`; durable.DurableFlow, the
     session in the shared store): `stream` and `send` as a Flow's, the rest (definition, session_key,
     current_node, ...) the in-process Flow's, which reads the same store. The workers host the flow by its
-    id (`chainreact worker flow.json --state URL`)."""
+    id (`chainreact worker flow.json --state URL`). A client that leaves a streamed turn cancels it, as in
+    process, except while the server shuts down (the dispatcher's `closing`): then the workers finish it."""
 
-    def __init__(self, flow: Any, durable: Any, store: Any):
+    def __init__(self, flow: Any, durable: Any, store: Any, dispatch: Any = None):
         self.local = flow
         self.durable = durable
         self.log_store = store  # where the workers log the turns' events
+        self.dispatch = dispatch
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.local, name)
 
-    async def stream(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
-                     group: Mapping[str, Any] | None = None,
-                     agent_events: bool = False) -> AsyncIterator[Any]:
-        async for ev in self.durable.stream(session, text, store=self.log_store, user=user, group=group,
-                                            agent_events=agent_events):
-            yield ev
+    def stream(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
+               group: Mapping[str, Any] | None = None, agent_events: bool = False) -> AsyncIterator[Any]:
+        # DurableFlow's own iterator: closed by the route when its client leaves (no wrapper in between
+        # that would leave it to the garbage collector).
+        return self.durable.stream(session, text, store=self.log_store, user=user, group=group,
+                                   agent_events=agent_events, keep_running=self._closing)
+
+    def _closing(self) -> bool:
+        return bool(getattr(self.dispatch, "closing", False))
 
     async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
                    group: Mapping[str, Any] | None = None) -> Any:
@@ -170,8 +175,9 @@ async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any
     """One turn as frames: each message of the turn is a Text frame (messages after the first are
     preceded by a blank line), then Done with all of them."""
     parts: list[str] = []
+    events = flow.stream(session, text, user=user)
     try:
-        async for ev in flow.stream(session, text, user=user):
+        async for ev in events:
             if ev.type == "message":
                 content = str(ev.data.get("content", ""))
                 yield Text(("\n\n" if parts else "") + content)
@@ -179,6 +185,8 @@ async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any
     except Exception as e:  # a turn that fails saves nothing; the client gets why
         yield Failed(str(e) or type(e).__name__)
         return
+    finally:
+        await events.aclose()  # a client that left: the turn stops (a durable one is cancelled)
     yield Done("\n\n".join(parts), model=flow.id)
 
 
