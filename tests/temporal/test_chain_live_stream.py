@@ -18,6 +18,8 @@ import httpx
 import orjson
 
 from chainreact.durable import DevServer
+from chainreact.durable.chain_plan import frames_log
+from chainreact.state import open_store
 from chainreact.testing import FakeLLM
 from tests.temporal.test_chain_workers import _env
 from tests.temporal.test_serve_temporal import serve_process, sse  # noqa: F401 (a fixture)
@@ -130,6 +132,7 @@ async def test_serve_temporal_streams_a_chain_while_it_runs(
         async with httpx.AsyncClient(timeout=GATE_TIMEOUT + 30) as http, \
                 http.stream("POST", f"{server.url}/api/v1/rules/live/runs",
                             json={"input": "hi", "stream": True}) as resp:
+            run_id = resp.headers["x-run-id"]
             async for f in sse(resp):
                 events.append(f)
                 if f["event"] == "text_delta":
@@ -141,3 +144,9 @@ async def test_serve_temporal_streams_a_chain_while_it_runs(
     text = "".join(f["data"]["text"] for f in events if f["event"] == "text_delta")
     assert text == FIRST + SECOND and events[-2]["data"]["content"] == SECOND
     assert events[-1]["data"]["status"] == "done"
+    # The workers' frames log (the run's workflow id), marked done by its reader, the server.
+    async with await open_store(temporal[-1]) as store:
+        rec = await store.get_run(frames_log(run_id))
+        logged = await store.events(frames_log(run_id))
+    assert rec is not None and rec.status == "done" and rec.snapshot == {"frames_of": run_id}
+    assert "".join(e.data["msg"]["data"] for e in logged) == FIRST + SECOND

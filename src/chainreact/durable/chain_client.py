@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -30,6 +31,8 @@ from ..chains.msg import RuleMsg
 from .chain_plan import FRAME_EVENT, JSON, frames_log
 from .client import DurableRunError, DurableTarget
 from .options import DurableOptions
+
+log = logging.getLogger("chainreact.durable")
 
 CANCELLED = "CancelledError"  # DurableRunError.error_type of a run cancelled (by anyone)
 
@@ -132,9 +135,19 @@ class DurableChainRun:
         finally:
             if not outcome.done():
                 outcome.cancel()
+        if after:  # the log is a record of the store too (appending made it): not `running` forever
+            await self._close_log(store, log, outcome.exception())
         await outcome
         for frame in self.frames:
             yield frame
+
+    async def _close_log(self, store: Any, log_id: str, error: BaseException | None) -> None:
+        status = "done" if error is None else \
+            "cancelled" if getattr(error, "error_type", "") == CANCELLED else "failed"
+        try:
+            await store.save_run(log_id, {"frames_of": self.run_id}, status=status)
+        except Exception as e:  # the frames were read; only the log's own status is left as it was
+            log.warning("chain run %s: cannot mark its frames log %s: %s", self.run_id, status, e)
 
     async def cancel(self) -> None:
         """Cancel every branch at once (the node activities in flight and agent nodes' child runs too)."""
