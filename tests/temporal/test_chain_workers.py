@@ -16,8 +16,10 @@ from typing import Any
 
 from chainreact.chains import RuleMsg
 from chainreact.durable import DevServer, DurableChain, DurableOptions
+from chainreact.state import open_store
 from chainreact.testing import FakeLLM
 
+from .test_durable_chain import single_node_chain
 from .test_workers import TOOLS, steps_responder
 
 
@@ -116,6 +118,39 @@ async def test_worker_killed_inside_the_chain(temporal_server: DevServer, tempor
     counts = Counter(requests)
     assert counts[0] == 1 and counts[2] == 1 and counts[1] >= 2, counts
     assert (await run.status())["status"] == "done"
+
+
+async def test_worker_killed_while_a_node_streams_live(temporal_server: DevServer, temporal_client: Any,
+                                                      task_queue: str, tmp_path: Path,
+                                                      worker_processes: Any) -> None:
+    """The reader has shown part of an agent node's stream when the worker dies; the node runs again on
+    another worker and streams again: the reader gives its text once (the repeated frames skipped)."""
+    state = f"sqlite:///{tmp_path / 'state.db'}"
+    args = ["--temporal", temporal_server.address, "--task-queue", task_queue, "--state", state]
+    text = " ".join(f"word{i}" for i in range(20))
+    turn = {"text": text, "chunks": 20, "chunk_delay": 0.3}  # 6 s: the worker dies after 4 chunks
+    with FakeLLM([turn, turn]) as llm:
+        doc = tmp_path / "streamer.json"
+        doc.write_text(json.dumps(single_node_chain("streamer", {
+            "type": "ai/agent", "configuration": {"url": llm.url, "model": "m", "maxRetries": -1}})))
+        first = worker_processes([str(doc), *args], name="first")
+        durable = DurableChain("streamer", client=temporal_client, task_queue=task_queue,
+                               options=DurableOptions(heartbeat_timeout=3.0))
+        msg = RuleMsg(data="hi", data_type="TEXT", metadata={"stream": "true"})
+        run = await durable.start(msg, stream=True)
+        frames: list[RuleMsg] = []
+        async with await open_store(state) as store:
+            async for frame in run.stream(store):
+                frames.append(frame)
+                if len(frames) == 4:  # shown to the reader: now the worker dies in the middle
+                    first.kill9()
+                    worker_processes([str(doc), *args], name="second")
+            ends = await run.result()
+        n_requests = len(llm.chat_requests)
+    chunks = [f.data for f in frames if f.metadata.get("chunk") == "true"]
+    assert "".join(chunks) == text  # once: the retried attempt's first four frames were not given again
+    assert [f.metadata.get("stream_completed") for f in frames].count("true") == 1
+    assert n_requests == 2 and [(e.relation, e.msg.data) for e in ends] == [("Success", text)]
 
 
 def test_worker_arguments_are_told_apart_by_shape(tmp_path: Path) -> None:

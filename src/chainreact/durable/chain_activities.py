@@ -77,7 +77,7 @@ class RecordingContext(NodeContext):
     """A node context that records what the component tells instead of routing it: the workflow replays
     the record on its own context, where the routing happens."""
 
-    __slots__ = ("attempt", "calls", "pub")
+    __slots__ = ("attempt", "calls", "key", "pub")
 
     def __init__(self, run: Run, node: Any, msg: RuleMsg, *, from_id: str, err: str | None,
                  pub: Publisher | None = None):
@@ -85,6 +85,7 @@ class RecordingContext(NodeContext):
         self.calls: list[JSON] = []
         self.pub = pub  # the caller's frames log (live Stream frames), or None
         self.attempt = activity.info().attempt if pub is not None else 1
+        self.key = activity.info().activity_id if pub is not None else ""  # the same on every attempt
 
     def tell_next(self, msg: RuleMsg, *relations: str) -> None:
         self.calls.append({"op": "next", "msg": msg.to_dict(), "relations": list(relations)})
@@ -109,7 +110,8 @@ class RecordingContext(NodeContext):
         if self.pub is None:
             self.calls.append({"op": "stream", "msg": d})
             return
-        self.pub.add({"type": FRAME_EVENT, "msg": d, "node": self.node.id, "attempt": self.attempt})
+        self.pub.add({"type": FRAME_EVENT, "msg": d, "node": self.node.id, "key": self.key,
+                      "attempt": self.attempt})
         self.calls.append({"op": "stream", "msg": d, "logged": True})
         await self.pub.maybe_flush()
 

@@ -117,12 +117,13 @@ class DurableChainRun:
         log = frames_log(self.run_id)
         outcome = asyncio.ensure_future(self.result())
         after, settled = 0, False
+        retried = RetriedFrames()
         try:
             while True:
                 batch = await store.events(log, after=after, limit=500)
                 for ev in batch:
                     after = ev.id
-                    if ev.type == FRAME_EVENT and isinstance(ev.data, dict):
+                    if ev.type == FRAME_EVENT and isinstance(ev.data, dict) and retried.keep(ev.data):
                         yield RuleMsg.from_dict(ev.data["msg"])
                 if batch:
                     continue
@@ -157,6 +158,41 @@ class DurableChainRun:
         """{"status": starting|running|done|failed|cancelled, "nodes": node executions started}."""
         out: JSON = await self.handle.query("status")
         return out
+
+
+class RetriedFrames:
+    """The live frames of node activities that may be retried (a lost worker: the node runs again and
+    streams again). A reader cannot take frames back, so the retried attempt's frames are given only past
+    those already given that it repeats (the usual case: the same model call again); frames of an attempt
+    already superseded (one that timed out but still writes) are dropped."""
+
+    def __init__(self) -> None:
+        self.attempt: dict[str, int] = {}  # node activity -> the attempt streaming now
+        self.shown: dict[str, list[Any]] = {}  # ... -> the frames given so far
+        self.replay: dict[str, int] = {}  # ... -> how many of them the retried attempt has repeated
+
+    def keep(self, data: JSON) -> bool:
+        key = str(data.get("key") or "")
+        if not key:
+            return True
+        attempt = int(data.get("attempt") or 1)
+        current = self.attempt.setdefault(key, attempt)
+        if attempt < current:
+            return False
+        shown = self.shown.setdefault(key, [])
+        if attempt > current:
+            self.attempt[key] = attempt
+            self.replay[key] = 0
+        m = data.get("msg") or {}
+        frame = (m.get("data"), m.get("metadata"))
+        pos = self.replay.get(key)
+        if pos is not None:
+            if pos < len(shown) and shown[pos] == frame:
+                self.replay[key] = pos + 1
+                return False
+            del self.replay[key]  # past what was given (or departing from it): from here on, given
+        shown.append(frame)
+        return True
 
 
 def chain_worker_extras(host: Any) -> dict[str, tuple[Any, ...]]:

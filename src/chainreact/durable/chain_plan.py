@@ -28,7 +28,9 @@ WORKFLOW_TYPES = frozenset({"fork", "join", "end", "flow", "for", "groupFilter",
                             "msgTypeSwitch", "delay"})
 AGENT_TYPES = frozenset({"ai/agent", "ai/llm"})
 AGENT_KEY_PREFIX = "chain:"
-FRAME_EVENT = "stream"  # an event of a run's frames log: {"type", "msg": a Stream frame, "node", "attempt"}
+# An event of a run's frames log: {"type", "msg": a Stream frame, "node", "key": the node activity's id,
+# "attempt": its attempt}.
+FRAME_EVENT = "stream"
 
 
 def frames_log(run_id: str) -> str:
