@@ -22,6 +22,10 @@ EXPECTED = {
                          "invoke_agent planner  usage.input_tokens=31",
                          "\n  execute_tool forecaster  tool.call.id=f1\n    invoke_agent forecaster",
                          "      execute_tool get_weather  tool.call.id=w1"],
+    "chain_tracing.py": ["answer: Restart the router, then try again.",
+                         "chain helpdesk\n  node check  relations=['True']\n"
+                         "  node answer  relations=['Success']\n    invoke_agent answer\n      chat demo",
+                         "timer: check -> True", "timer: answer -> Success"],
     "playground_trace.py": ["page: 200 True", "loaded: [('chain', 'router')]",
                             'n=42: path check -> True, big -> Success | ends with {"n":42,"size":"big"}',
                             'n=3: path check -> False, small -> Success | ends with {"n":3,"size":"small"}'],

@@ -12,9 +12,10 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from .aspects import Aspect, Told, after_all, before_all, complete_all, start_all
 from .model import ChainLike, DebugEvent, DebugFn, End, EngineLike, NodeLike, StreamFn
 from .msg import DEFAULT, ERROR_MSG_KEY, FAILURE, STREAM, SUCCESS, RuleMsg
 
@@ -71,6 +72,9 @@ class Run:
         self.state: dict[str, Any] = {}  # per-run component state (join arrivals)
         # A sub-chain's run: the flow node's context its Stream frames continue from (tell_flow).
         self.via: NodeContext | None = None
+        # Hooks around each node (aspects.py): a sub-chain's run has its parent's.
+        self.aspects: tuple[Aspect, ...] = parent.aspects if parent is not None else \
+            tuple(getattr(engine, "aspects", ()))
 
     # --- scheduling -------------------------------------------------------------------------------
     def start(self, msg: RuleMsg) -> None:
@@ -168,7 +172,7 @@ class NodeContext:
     """What a component sees while it handles one message (RuleGo's RuleContext)."""
 
     __slots__ = ("_completed", "_detached", "_pending", "_started", "end_fn", "err", "from_id", "in_relation",
-                 "msg", "node", "on_complete", "parent", "run", "skip_next", "waiting")
+                 "msg", "node", "on_complete", "parent", "run", "skip_next", "told", "waiting")
 
     def __init__(self, run: Run, node: NodeLike, msg: RuleMsg, *, parent: NodeContext | None, from_id: str,
                  err: str | None, end_fn: EndFn, skip_next: bool = False,
@@ -188,6 +192,7 @@ class NodeContext:
         self._completed = False
         self._detached = False
         self._started = 0.0
+        self.told: Told | None = None  # with aspects: what the node routed on while it ran
 
     @property
     def chain(self) -> ChainLike:
@@ -217,12 +222,20 @@ class NodeContext:
             if debug:
                 self._started = time.perf_counter()
                 run.emit_debug(DebugEvent(node.chain.id, node.id, "IN", msg.copy(), "", self.err))
+            aspects = run.aspects
+            tokens = None
+            if aspects:
+                self.told = []
+                tokens = before_all(aspects, self, msg)
             try:
                 await node.component.on_msg(self, msg)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a component bug or a function that raised: Failure, as RuleGo recovers
                 self.tell_failure(msg, e)
+            finally:
+                if tokens is not None:
+                    after_all(aspects, tokens, self, self.told or [])
         pending = self._pending
         self._pending = None
         if not self._detached:
@@ -271,6 +284,8 @@ class NodeContext:
         err_text = _err_text(err)
         if err_text is not None:
             msg.metadata[ERROR_MSG_KEY] = err_text
+        if self.told is not None:
+            self.told.extend((rel, msg, err_text) for rel in relations)
         if not relations:
             self.end_fn(End("", msg.copy(), err_text, node.id), False)
             return
@@ -308,6 +323,8 @@ class NodeContext:
     def do_on_end(self, msg: RuleMsg, err: BaseException | str | None, relation: str,
                   *, at_end_node: bool = False) -> None:
         """End this branch now with `relation`, whatever is connected (RuleGo's ctx.DoOnEnd)."""
+        if self.told is not None:
+            self.told.append((relation, msg, _err_text(err)))
         self.end_fn(End(relation, msg.copy(), _err_text(err), self.node.id), at_end_node)
 
     async def tell_stream(self, msg: RuleMsg) -> None:
@@ -406,12 +423,12 @@ class NodeContext:
 async def run_message(engine: EngineLike, chain: ChainLike, msg: RuleMsg, *, max_nodes: int,
                       timeout: float | None, on_end: Callable[[End], Any] | None = None,
                       on_stream: StreamFn | None = None, on_debug: DebugFn | None = None,
-                      debug_all: bool = False) -> list[End]:
+                      debug_all: bool = False, aspects: Sequence[Aspect] = ()) -> list[End]:
     """Send `msg` from the chain's first node; every ended branch once all have ended (RuleEngine.run, and
     the durable chain workflow over its own engine and chain objects: one routing for both).
 
     `on_end` fires once per ended branch as it ends. On timeout or cancellation every branch is cancelled;
-    a timeout adds one Failure end."""
+    a timeout adds one Failure end. `aspects` run after the engine's, for this message only."""
     ends: list[End] = []
 
     def end_fn(e: End, _at_end: bool) -> None:
@@ -424,6 +441,10 @@ async def run_message(engine: EngineLike, chain: ChainLike, msg: RuleMsg, *, max
 
     run = Run(engine, chain, end_fn=end_fn, on_stream=on_stream, on_debug=on_debug, budget=Budget(max_nodes),
               debug_all=debug_all)
+    if aspects:  # this message's own replace the engine's of the same type (one tracer, not two)
+        mine = {type(a) for a in aspects}
+        run.aspects = (*(a for a in run.aspects if type(a) not in mine), *aspects)
+    tokens = start_all(run.aspects, chain.id, msg) if run.aspects else None
     first = run.first_context(msg)
     try:
         async with asyncio.timeout(timeout):
@@ -438,6 +459,9 @@ async def run_message(engine: EngineLike, chain: ChainLike, msg: RuleMsg, *, max
     except asyncio.CancelledError:
         run.cancel()
         raise
+    finally:
+        if tokens is not None:
+            complete_all(run.aspects, tokens, chain.id, ends)
     return ends
 
 

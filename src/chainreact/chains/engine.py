@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from .aspects import Aspect, with_global
 from .catalog import builtin_components
 from .components.base import Component
 from .context import run_message
@@ -143,11 +144,13 @@ class RuleEngine:
 
     `properties` are the `${global.x}` values; `max_nodes` bounds how many nodes one message may pass
     (cycles are allowed); `timeout` (seconds) bounds one message; `on_debug` receives node debug events
-    for chains or nodes with debugMode (all nodes with `debug=True`)."""
+    for chains or nodes with debugMode (all nodes with `debug=True`); `aspects` are hooks around every
+    message and node (aspects.py), after the global ones (tracing, when switched on)."""
 
     def __init__(self, *, properties: dict[str, Any] | None = None, on_end_with_failure: bool = True,
                  max_nodes: int = 1000, timeout: float | None = None, on_debug: DebugFn | None = None,
-                 debug: bool = False, functions: dict[str, Callable[..., Any]] | None = None):
+                 debug: bool = False, functions: dict[str, Callable[..., Any]] | None = None,
+                 aspects: Sequence[Aspect] = ()):
         self.properties: dict[str, Any] = dict(properties or {})
         self.on_end_with_failure = on_end_with_failure
         self.max_nodes = max_nodes
@@ -158,6 +161,7 @@ class RuleEngine:
         self.js_time_limit = DEFAULT_TIME_LIMIT  # seconds per JavaScript call
         self.js_memory_limit = DEFAULT_MEMORY_LIMIT  # bytes per JavaScript context
         self.services: dict[str, Any] = {}  # hooks for components (agent session store, tool resolver)
+        self.aspects: tuple[Aspect, ...] = with_global(aspects)
         self._chains: dict[str, Chain] = {}
         self._aliases: dict[str, str] = {}
 
@@ -234,10 +238,12 @@ class RuleEngine:
     # --- running -------------------------------------------------------------------------------------
     async def run(self, chain_id: str, msg: RuleMsg, *, on_end: Callable[[End], Any] | None = None,
                   on_stream: StreamFn | None = None, on_debug: DebugFn | None = None,
-                  timeout: float | None = None, debug: bool | None = None) -> list[End]:
+                  timeout: float | None = None, debug: bool | None = None,
+                  aspects: Sequence[Aspect] = ()) -> list[End]:
         """Send `msg` from the chain's first node; return every ended branch once all have ended.
 
-        `on_end` fires once per ended branch as it ends; `on_stream` receives Stream frames in order.
+        `on_end` fires once per ended branch as it ends; `on_stream` receives Stream frames in order;
+        `aspects` run for this message only, after the engine's.
         On timeout or cancellation every branch is cancelled; a timeout adds one Failure end."""
         chain = self.get(chain_id)
         if chain is None:
@@ -247,7 +253,7 @@ class RuleEngine:
         return await run_message(self, chain, msg, max_nodes=self.max_nodes,
                                  timeout=timeout if timeout is not None else self.timeout, on_end=on_end,
                                  on_stream=on_stream, on_debug=on_debug or self.on_debug,
-                                 debug_all=self.debug if debug is None else debug)
+                                 debug_all=self.debug if debug is None else debug, aspects=aspects)
 
     def tell(self, chain_id: str, msg: RuleMsg, **kwargs: Any) -> asyncio.Task[list[End]]:
         """Start a message without waiting (inside a running event loop); the task returns the ends."""

@@ -1,9 +1,11 @@
-"""enable()/disable(): tracing for every Agent, and the OTel SDK configured from the standard environment.
+"""enable()/disable(): tracing for every Agent and RuleEngine, and the OTel SDK configured from the
+standard environment.
 
 enable() puts one OTelMiddleware into the agent layer's global middleware list (agents built afterwards
-run it first). If the application has not installed an SDK TracerProvider itself, enable() makes one:
-resource from OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES (service.name defaults to "chainreact"), and
-an exporter per OTEL_TRACES_EXPORTER (default "otlp"; "console"; "none"). The OTLP exporter comes from
+run it first) and one ChainTracer into the chain layer's global aspects (engines built afterwards). If
+the application has not installed an SDK TracerProvider itself, enable() makes one: resource from
+OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES (service.name defaults to "chainreact"), and an exporter per
+OTEL_TRACES_EXPORTER (default "otlp"; "console"; "none"). The OTLP exporter comes from
 `pip install opentelemetry-exporter-otlp` and reads OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _PROTOCOL...
 """
 
@@ -16,6 +18,8 @@ from typing import Any
 from opentelemetry import trace
 
 from ..agent import middleware as agent_middleware
+from ..chains import aspects as chain_aspects
+from .chains import ChainTracer
 from .middleware import OTelMiddleware
 
 log = logging.getLogger("chainreact.observability")
@@ -61,7 +65,8 @@ def configure_sdk() -> trace.TracerProvider:
 
 def enable(*, tracer_provider: trace.TracerProvider | None = None, capture_content: bool | None = None,
            provider_name: str = "openai") -> OTelMiddleware:
-    """Trace every Agent built from now on. Returns the middleware (replacing an earlier enable()'s).
+    """Trace every Agent and RuleEngine built from now on. Returns the agents' middleware (replacing an
+    earlier enable()'s; the engines' ChainTracer is in chains.aspects.GLOBAL_ASPECTS).
 
     `tracer_provider`: where spans go (default: the global one, configured from OTEL_* when unset).
     `capture_content`: record message content (default CHAINREACT_OTEL_CONTENT=1)."""
@@ -71,10 +76,14 @@ def enable(*, tracer_provider: trace.TracerProvider | None = None, capture_conte
                         provider_name=provider_name)
     disable()
     agent_middleware.GLOBAL_MIDDLEWARE.append(mw)
+    chain_aspects.GLOBAL_ASPECTS.append(ChainTracer(tracer_provider=tracer_provider,
+                                                    capture_content=capture_content))
     return mw
 
 
 def disable() -> None:
-    """Stop tracing agents built from now on (agents already built keep their middleware)."""
+    """Stop tracing agents and engines built from now on (those already built keep their tracing)."""
     agent_middleware.GLOBAL_MIDDLEWARE[:] = [
         m for m in agent_middleware.GLOBAL_MIDDLEWARE if not isinstance(m, OTelMiddleware)]
+    chain_aspects.GLOBAL_ASPECTS[:] = [
+        a for a in chain_aspects.GLOBAL_ASPECTS if not isinstance(a, ChainTracer)]
