@@ -1,4 +1,5 @@
-"""FieldText: a JSON string field decoded while the JSON arrives in pieces, split at every position."""
+"""FieldText (chainreact.flows.answer_stream): a JSON string field decoded while the JSON arrives in pieces,
+split at every position; and how `chainreact chat` prints a turn."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 
 import pytest
 
-from chainreact.cli.chat_render import FieldText, text_field
+from chainreact.flows.answer_stream import FieldText, text_field
 
 VALUES = ["plain", 'quote " and \\ backslash', "line\nbreak\ttab", "é ü ß", "emoji 🎉 pair", "a/b", ""]
 

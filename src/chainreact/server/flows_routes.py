@@ -5,9 +5,11 @@
     GET  /api/v1/flows/{id}/sessions/{sid}              the session: node, ended, variables (secrets masked)
 
 A turn answers as SSE (`event: <type>`, `id: <n>`, `data: <event JSON>`, one per flow event, ending with
-`turn_end`) unless the request sends `Accept: application/json` (without text/event-stream) or
-`"stream": false`: then one JSON object, the `chainreact flow send --json` form plus `session` and
-`events`. The user: see server/flows_runtime.py (a login token wins over the body's `user`).
+`turn_end`; with `"deltas": true` in the body also `text_delta` events, `{"event", "node", "text"}`, the
+pieces of an agent node's message while the model writes it, before its `message`) unless the request
+sends `Accept: application/json` (without text/event-stream) or `"stream": false`: then one JSON object,
+the `chainreact flow send --json` form plus `session` and `events` (no deltas). The user: see
+server/flows_runtime.py (a login token wins over the body's `user`).
 """
 
 from __future__ import annotations
@@ -96,13 +98,23 @@ def routes(ctx: ServerContext) -> list[Route]:
         for name in ("user", "group"):
             if body.get(name) is not None and not isinstance(body[name], dict):
                 return _fail(400, f"'{name}' must be an object", "bad_request")
-        if "stream" in body and not isinstance(body["stream"], bool):
-            return _fail(400, "'stream' must be true or false", "bad_request")
+        for name in ("stream", "deltas"):
+            if name in body and not isinstance(body[name], bool):
+                return _fail(400, f"'{name}' must be true or false", "bad_request")
         sid = request.path_params["sid"]
         user = flow_user(ctx, request, flow, body.get("user"))
-        events = flow.stream(sid, body["text"], user=user, group=body.get("group"))
+        text, group = body["text"], body.get("group")
         if _wants_json(request, body):
-            return await _as_json(flow, sid, events)
+            return await _as_json(flow, sid, flow.stream(sid, text, user=user, group=group))
+        if body.get("deltas"):
+            # Opt-in: the agent nodes' model calls stream and their text comes as text_delta events too;
+            # the other events are the same as without.
+            from ..flows.answer_stream import text_deltas
+
+            events = text_deltas(flow.definition, flow.stream(sid, text, user=user, group=group,
+                                                              agent_events=True))
+        else:
+            events = flow.stream(sid, text, user=user, group=group)
         return StreamingResponse(_as_sse(events), media_type="text/event-stream", headers=SSE_HEADERS)
 
     @ctx.guard("read", "id")

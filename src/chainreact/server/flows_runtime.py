@@ -171,22 +171,48 @@ def last_user_text(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any]) -> AsyncIterator[Frame]:
-    """One turn as frames: each message of the turn is a Text frame (messages after the first are
-    preceded by a blank line), then Done with all of them."""
+async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any], *,
+                      stream: bool = False) -> AsyncIterator[Frame]:
+    """One turn as frames: its messages as Text frames (each message after the first preceded by a blank
+    line), then Done with all of them joined. `stream`: an agent node's message comes as the pieces of
+    its text while the model writes it (flows.answer_stream.text_deltas), then whatever of the message
+    they did not give; the pieces joined are the message. Only if they turn out not to be the message's
+    start (an answer asked again that changed) does the whole message follow them after a blank line."""
+    from ..flows.answer_stream import text_deltas
+
     parts: list[str] = []
-    events = flow.stream(session, text, user=user)
+    said = False  # some text went out: the next message starts with a blank line
+    streamed: tuple[str | None, str] | None = None  # (node, its text given so far) while one streams
+    if stream:
+        events = text_deltas(flow.definition, flow.stream(session, text, user=user, agent_events=True))
+    else:
+        events = flow.stream(session, text, user=user)
     try:
         async for ev in events:
-            if ev.type == "message":
+            if ev.type == "text_delta":
+                piece = str(ev.data["text"])
+                if streamed is None or streamed[0] != ev.node:
+                    streamed = (ev.node, "")
+                    piece = ("\n\n" if said else "") + piece
+                    said = True
+                streamed = (ev.node, streamed[1] + str(ev.data["text"]))
+                yield Text(piece)
+            elif ev.type == "message":
                 content = str(ev.data.get("content", ""))
-                yield Text(("\n\n" if parts else "") + content)
+                if streamed is not None and streamed[0] == ev.node and content.startswith(streamed[1]):
+                    rest = content[len(streamed[1]):]
+                    if rest:
+                        yield Text(rest)
+                else:
+                    yield Text(("\n\n" if said else "") + content)
+                streamed, said = None, True
                 parts.append(content)
     except Exception as e:  # a turn that fails saves nothing; the client gets why
         yield Failed(str(e) or type(e).__name__)
         return
     finally:
-        await events.aclose()  # a client that left: the turn stops (a durable one is cancelled)
+        # A client that left: the turn stops (a durable one is cancelled).
+        await events.aclose()  # type: ignore[attr-defined]
     yield Done("\n\n".join(parts), model=flow.id)
 
 

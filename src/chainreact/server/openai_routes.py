@@ -9,7 +9,7 @@ conversation in that session (server/sessions.py `chain_session`).
 
 A flow gets the last user message as one turn of the session named by `user` (or `X-Session-Key`; none:
 a new session, whose key comes back in the `X-Session-Key` response header); the answer is the turn's
-messages (server/flows_runtime.py).
+messages (server/flows_runtime.py), streamed (`stream: true`) as the agent nodes write them.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             flow = await FlowRuntime.of(ctx).flow(ident)
             sid = session_key(request, body)
             user = flow_user(ctx, request, flow, None)
-            resp = await respond(request, flow_frames(flow, sid, text, user), ident, stream)
+            resp = await respond(request, flow_frames(flow, sid, text, user, stream=stream), ident, stream)
             resp.headers["X-Session-Key"] = sid
             return resp
         registry = ctx.extras.get("runs")
