@@ -18,6 +18,12 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+from chainreact.server import Catalog, create_app
+from chainreact.testing import FakeLLM
+from tests.server.conftest import Served
+
+from .scenario import docs, responder
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
@@ -47,6 +53,27 @@ def browser() -> Iterator[webdriver.Chrome]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A real uvicorn server of scenario.py's agents, chains and flow over a FakeLLM (one per test module:
+    a module's tests may count the runs it made)."""
+    import json
+
+    llm = FakeLLM(responder)
+    llm.start()
+    folder = tmp_path_factory.mktemp("served")
+    for name, doc in docs(llm.url).items():
+        (folder / name).write_text(json.dumps(doc))
+    catalog = Catalog.load([folder])
+    assert not catalog.problems, catalog.problems
+    srv = Served(create_app(catalog)).__enter__()
+    try:
+        yield srv
+    finally:
+        srv.__exit__()
+        llm.stop()
 
 
 def console_errors(driver: webdriver.Chrome) -> list[dict[str, Any]]:

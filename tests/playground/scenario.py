@@ -10,6 +10,7 @@ The responder is stateless (it answers from the request alone), so one server se
     slow     streams its answer slowly (to be cancelled)
     helpdesk a flow: greet -> agent (structured output; "bye" ends it) -> bye
     router   a chain: a filter sends big numbers one way and small ones the other
+    pipeline a chain: a transform, then an agent node (the counter's prompt and tool)
 """
 
 from __future__ import annotations
@@ -100,6 +101,17 @@ def docs(llm_url: str) -> dict[str, dict[str, Any]]:
                 {"fromId": "big", "toId": "log", "type": "Success"},
                 {"fromId": "small", "toId": "log", "type": "Success"},
             ]}},
+        "pipeline.json": {
+            "ruleChain": {"id": "pipeline", "name": "Pipeline",
+                          "additionalInfo": {"description": "prepares, then an agent counts"}},
+            "metadata": {"nodes": [
+                {"id": "prep", "type": "jsTransform", "name": "Prepare", "configuration": {
+                    "jsScript": "metadata.prepared = 'yes';" + RETURN}},
+                {"id": "count", "type": "ai/agent", "name": "Count", "configuration": {
+                    **agent, "systemPrompt": "You count letters.",
+                    "tools": [{"type": "python", "name": "count_letters",
+                               "config": {"function": "tests.playground.scenario:count_letters"}}]}},
+            ], "connections": [{"fromId": "prep", "toId": "count", "type": "Success"}]}},
         "helpdesk.json": {"id": "helpdesk", "name": "Helpdesk", "description": "greets, helps, says goodbye",
                           "nodes": [
             {"name": "greet", "type": "message", "start": True, "message": "Hello!",

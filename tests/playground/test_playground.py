@@ -2,68 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import orjson
-import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
 
 from chainreact.server import Catalog, create_app
-from chainreact.testing import FakeLLM
 from tests.server.conftest import Served
 
 from .conftest import console_errors, screenshot
-from .scenario import docs, responder
+from .pages import answer_starting, find, open_page, wait
+from .scenario import docs
 
-WAIT = 20
 Browser = webdriver.Chrome
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    llm = FakeLLM(responder)
-    llm.start()
-    folder = tmp_path_factory.mktemp("served")
-    import json
-
-    for name, doc in docs(llm.url).items():
-        (folder / name).write_text(json.dumps(doc))
-    catalog = Catalog.load([folder])
-    assert not catalog.problems, catalog.problems
-    srv = Served(create_app(catalog)).__enter__()
-    try:
-        yield srv
-    finally:
-        srv.__exit__()
-        llm.stop()
-
-
-def wait(driver: webdriver.Chrome, what: Any, timeout: float = WAIT) -> Any:
-    return WebDriverWait(driver, timeout).until(lambda d: what(d))
-
-
-def find(driver: webdriver.Chrome, css: str) -> list[WebElement]:
-    return driver.find_elements(By.CSS_SELECTOR, css)
-
-
-def answer_starting(driver: Browser, prefix: str) -> WebElement:
-    """The first answer text that starts with `prefix`, once there is one."""
-    found = wait(driver, lambda d: [e for e in find(d, ".msg.assistant .text") if e.text.startswith(prefix)])
-    return found[0]  # type: ignore[no-any-return]
-
-
-def open_page(driver: webdriver.Chrome, url: str) -> None:
-    # A full load every time: a URL that differs only in its #fragment would otherwise not reload the page.
-    driver.get("about:blank")
-    driver.get(url)
-    wait(driver, lambda d: find(d, "#catalog a"))
 
 
 def test_static_files_ship_in_the_package_and_nothing_else_is_served(server: Served) -> None:
@@ -85,18 +40,18 @@ def test_static_files_ship_in_the_package_and_nothing_else_is_served(server: Ser
 def test_catalog_lists_everything_and_search_filters(browser: webdriver.Chrome, server: Served) -> None:
     open_page(browser, server.url + "/")
     ids = sorted(a.get_attribute("data-id") or "" for a in find(browser, "#catalog a"))
-    assert ids == ["asker", "counter", "deployer", "echo", "flaky", "helpdesk", "helper", "planner", "router",
-                   "slow"]
+    assert ids == ["asker", "counter", "deployer", "echo", "flaky", "helpdesk", "helper", "pipeline",
+                   "planner", "router", "slow"]
     assert [h.text.lower() for h in find(browser, "#catalog h2")] == ["agents", "chains", "flows"]
     screenshot(browser, "playground-catalog.png")
     search = browser.find_element(By.ID, "search")
     search.send_keys("doub")  # matches the helper's description, not its id
     wait(browser, lambda d: len(find(d, "#catalog a")) == 1)
     assert find(browser, "#catalog a")[0].get_attribute("data-id") == "helper"
-    assert "1 of 10" in browser.find_element(By.ID, "catalog-status").text
+    assert "1 of 11" in browser.find_element(By.ID, "catalog-status").text
     search.send_keys(Keys.CONTROL, "a")
     search.send_keys(Keys.BACKSPACE)
-    wait(browser, lambda d: len(find(d, "#catalog a")) == 10)
+    wait(browser, lambda d: len(find(d, "#catalog a")) == 11)
     assert console_errors(browser) == []
 
 

@@ -6,6 +6,7 @@ which the routes turn into OpenAI chunks (SSE) or one completion.
     Tool(event)           a TOOL_CALL_START / TOOL_CALL_RESULT object (sent only to agui clients)
     Done(content, usage, model)   the end, with the full answer
     Failed(message, ...)  the run failed (or stopped to ask: an interrupted run, HTTP 409); nothing follows
+    Trace(event)          a chain run's node or agent-node event, only when asked for (`chain_frames(trace=)`)
 """
 
 from __future__ import annotations
@@ -56,7 +57,12 @@ class Failed:
     details: dict[str, Any] | None = None
 
 
-Frame = Text | Reasoning | Tool | Done | Failed
+@dataclass(slots=True)
+class Trace:
+    event: dict[str, Any]
+
+
+Frame = Text | Reasoning | Tool | Done | Failed | Trace
 
 
 async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[Frame]:
@@ -156,12 +162,14 @@ def chain_dispatch(ctx: Any, chain_id: str) -> Any:
 
 async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,
                        metadata: dict[str, str] | None = None, durable: Any = None,
-                       run_id: str | None = None) -> AsyncIterator[Frame]:
+                       run_id: str | None = None, trace: bool = False) -> AsyncIterator[Frame]:
     """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
     with `stream`, metadata stream=true and the chain's Stream frames become frames as they come.
     With `durable` (a TemporalDispatcher: chain_dispatch) the run is a workflow on its workers (`run_id`:
     its id); streamed, the workers log its Stream frames in the shared store as they come, read from there.
-    A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED)."""
+    A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED).
+    With `trace` (in process only), every node's IN/OUT and the agent nodes' model calls, retries,
+    failovers, breaker changes and tool results come as Trace frames too, in order (chain_trace.py)."""
     from ..chains import FAILURE, SUCCESS, RuleMsg
 
     meta = dict(metadata or {})
@@ -186,7 +194,12 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
 
     async def run() -> None:
         try:
-            if durable is None:
+            if durable is None and trace:
+                from .chain_trace import traced_run
+
+                ends = await traced_run(engine, chain_id, msg, on_stream if stream else None,
+                                        lambda ev: queue.put_nowait(Trace(ev)))
+            elif durable is None:
                 ends = await engine.run(chain_id, msg, on_stream=on_stream if stream else None)
             else:
                 ends = await _durable_chain(durable, chain_id, msg, run_id, on_stream if stream else None)

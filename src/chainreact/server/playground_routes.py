@@ -6,10 +6,11 @@
     POST /playground/api/chains/{id}/trace      run a chain once with debug capture: every node's IN/OUT
     GET  /playground/api/flows/{id}             a flow's nodes, transitions and sessions (playground_flows)
     GET  /playground/api/agents/{id}/runs       an agent's recent runs in the store (playground_runs)
+    GET  /playground/api/chains/{id}/runs       a rule chain's recent runs in the store (playground_runs)
 
 The page itself carries no data and needs no key; its API calls send the key the user types in (kept in
 the tab's sessionStorage) like any other client, so `--keys` protects the playground as it does the rest.
-Chat goes through the public routes (`/v1/chat/completions` with `X-Stream-Protocol: agui`).
+Chat goes through the public runs API (`/api/v1/agents/{id}/runs`, `/api/v1/rules/{id}/runs`).
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         Route("/playground/api/catalog", list_catalog),
         Route("/playground/api/chains/{id}/trace", trace, methods=["POST"]),
         Route("/playground/api/flows/{id}", flow_handler(ctx)),
-        Route("/playground/api/agents/{id}/runs", runs_handler(ctx)),
+        Route("/playground/api/agents/{id}/runs", runs_handler(ctx, "agent")),
+        Route("/playground/api/chains/{id}/runs", runs_handler(ctx, "chain")),
         Route("/playground/{file}", asset),
     ]

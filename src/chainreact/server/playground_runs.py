@@ -1,11 +1,12 @@
-"""Past runs of an agent for the playground, from the state store of the runs API.
+"""Past runs of an agent or a rule chain for the playground, from the state store of the runs API.
 
     GET /playground/api/agents/{id}/runs   {"items": [{"id", "status", "session", "created_at",
-                                                       "updated_at", "answer"}]}
+    GET /playground/api/chains/{id}/runs                   "updated_at", "answer"}]}
 
 The runs API (runs_routes.py) keeps runs in the server's store (`--state`, else a private in-memory
-store) but lists none; this lists an agent's most recent ones (at most MAX_RUNS, newest first), read from
-the store's run list and each run's view. Their events are `GET /api/v1/runs/{run_id}/events`.
+store) but lists none; this lists a target's most recent ones (at most MAX_RUNS, newest first), read from
+the store's run list and each run's view. Their events are `GET /api/v1/runs/{run_id}/events` (a chain
+run's include its nodes' IN/OUT and its agent nodes' model calls: chain_trace.py).
 """
 
 from __future__ import annotations
@@ -18,31 +19,33 @@ from starlette.responses import JSONResponse, Response
 from .context import ServerContext
 
 MAX_RUNS = 20
-# Runs of every agent (and flows' sessions) share the store's run list: look this far back.
+# Runs of every agent and chain (and flows' sessions) share the store's run list: look this far back.
 SCAN_RUNS = 500
 ANSWER_CHARS = 120
+_NAMES = {"agent": "agent", "chain": "rule chain"}
 
 
-def runs_handler(ctx: ServerContext) -> Any:
+def runs_handler(ctx: ServerContext, kind: str = "agent") -> Any:
+    """The handler listing the runs of a catalog entry of `kind` (agent or chain)."""
     @ctx.guard("read", "id")
-    async def agent_runs(request: Request) -> Response:
+    async def target_runs(request: Request) -> Response:
         ident = request.path_params["id"]
         entry = ctx.catalog.entries.get(ident)
-        if entry is None or entry.kind != "agent":
-            return JSONResponse({"error": {"message": f"no agent with id {ident!r}", "code": "not_found"}},
-                                status_code=404)
+        if entry is None or entry.kind != kind:
+            return JSONResponse({"error": {"message": f"no {_NAMES[kind]} with id {ident!r}",
+                                           "code": "not_found"}}, status_code=404)
         registry = ctx.extras.get("runs")
         store = getattr(registry, "store", None)
         if registry is None or store is None:
             return JSONResponse({"items": []})
         items: list[dict[str, Any]] = []
         for rec in await store.runs(limit=SCAN_RUNS):
-            if rec.run_id.startswith("flow:"):
+            if rec.run_id.startswith(("flow:", "flowmem:")):
                 continue
             view = await registry.view(rec.run_id)
-            if view is None or view.get("agent") != ident:
+            if view is None or view.get("kind") != kind or view.get("target") != ident:
                 continue
-            answer = (view.get("result") or {}).get("content") or ""
+            answer = (view.get("result") or {}).get("content") or view.get("error") or ""
             items.append({"id": view["id"], "status": view["status"], "session": view.get("session"),
                           "created_at": view.get("created_at"), "updated_at": view.get("updated_at"),
                           "answer": answer[:ANSWER_CHARS]})
@@ -50,4 +53,4 @@ def runs_handler(ctx: ServerContext) -> Any:
                 break
         return JSONResponse({"items": items})
 
-    return agent_runs
+    return target_runs

@@ -7,6 +7,10 @@ with metadata `stream=true` (server/frames.py `chain_frames`), and with a sessio
     run_start {input}      text_delta {text}     reasoning_delta {text}
     tool {event}           the agent node's TOOL_CALL_START / TOOL_CALL_RESULT object
     final {content, usage} error {error}         cancelled {mode: "immediate"}
+    node {chainId, nodeId, flow, relation, error, durationMs, ts, msg}     every node's IN and OUT
+    model_call_end, retry, failover, breaker, tool_result {chain, node, ...}   its agent nodes' events
+
+(the last two kinds: chain_trace.py; not for durable runs, whose nodes run on Temporal workers).
 
 A chain has no safe points: it is cancelled at once (every branch), whatever mode is asked, and it
 never stops to ask; it has no checkpoints, so it cannot be resumed.
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..types import Usage
-from .frames import RUN_CANCELLED, Done, Failed, Reasoning, Text, Tool, chain_frames
+from .frames import RUN_CANCELLED, Done, Failed, Reasoning, Text, Tool, Trace, chain_frames
 
 
 @dataclass(slots=True)
@@ -56,7 +60,8 @@ class ChainRun:
         self._error: ChainRunError | None = None
         self._cancelled = False
         self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata, durable=durable,
-                                    run_id=self.run_id if durable is not None else None)
+                                    run_id=self.run_id if durable is not None else None,
+                                    trace=durable is None)
         self._queue.put_nowait(ChainEvent("run_start", self.run_id, {"chain": chain_id, "input": body}))
         self._task = asyncio.ensure_future(self._drive())
 
@@ -70,6 +75,9 @@ class ChainRun:
                     self._queue.put_nowait(ChainEvent("reasoning_delta", rid, {"text": f.text}))
                 elif isinstance(f, Tool):
                     self._queue.put_nowait(ChainEvent("tool", rid, {"event": f.event}))
+                elif isinstance(f, Trace):
+                    data = dict(f.event)
+                    self._queue.put_nowait(ChainEvent(data.pop("type"), rid, data))
                 elif isinstance(f, Done):
                     self._result = ChainResult(f.content, "stop", f.usage)
                     self._queue.put_nowait(ChainEvent("final", rid, {"content": f.content,

@@ -16,6 +16,7 @@ import orjson
 from ...types import Message
 from ..msg import FAILURE, JSON, SUCCESS, RuleMsg
 from ..sessions import MemorySessionStore, SessionStore, node_session_key, unsent_part
+from ..trace import TIMELINE_EVENTS, agent_events
 from .base import Component, NodeConfig, register
 
 if TYPE_CHECKING:
@@ -211,6 +212,7 @@ class AgentNode(Component):
         from ...types import events as ev
 
         run = agent.start(data, stream=True, metadata=msg.metadata)
+        sink = agent_events.get()
 
         def frame(text: str, **meta: str) -> RuleMsg:
             f = msg.copy()
@@ -221,6 +223,8 @@ class AgentNode(Component):
 
         try:
             async for e in run:
+                if sink is not None and e.type in TIMELINE_EVENTS:
+                    sink(self.chain.id, self.node_id, e)
                 if isinstance(e, ev.TextDelta | ev.Preamble):
                     await ctx.tell_stream(frame(e.text, chunk="true", model=model, reasoning_content=""))
                 elif isinstance(e, ev.ReasoningDelta):
@@ -236,7 +240,7 @@ class AgentNode(Component):
                                                 model=model))
                 elif isinstance(e, ev.ToolResultEvent):
                     body = {"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
-                            "content": e.content, "isError": e.is_error}
+                            "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms}
                     await ctx.tell_stream(frame(orjson.dumps(body).decode(), chunk="true", tool_call="true",
                                                 model=model))
             result = await run.result()

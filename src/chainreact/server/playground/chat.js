@@ -1,7 +1,8 @@
-// Chat with an agent (the runs API: POST /api/v1/agents/{id}/runs with stream, cancel, resume) or a chain
-// (/v1/chat/completions, SSE with `X-Stream-Protocol: agui` tool frames): streamed text, reasoning folded,
-// tool calls as cards with sub-agent calls nested, an interrupted run's questions answered in place, the
-// run's timeline, a cancel button and a session picker. The answer itself is drawn by turn.js.
+// Chat with an agent or a rule chain through the runs API (POST /api/v1/agents/{id}/runs or
+// /api/v1/rules/{id}/runs with stream, cancel, resume): streamed text, reasoning folded, tool calls as
+// cards with sub-agent calls nested, an interrupted run's questions answered in place, the run's timeline
+// (a chain's: every node, and its agent nodes' model and tool calls), a cancel button, a session picker
+// and the past runs in the server's store. The answer itself is drawn by turn.js.
 
 import { getJSON, postJSON, streamSSE } from "./api.js";
 import { h } from "./dom.js";
@@ -23,9 +24,8 @@ export class ChatView {
       h("label", { for: "session-picker" }, "Session"), this.picker,
       h("button", { type: "button", class: "secondary", id: "new-session", onclick: () => this.newSession() },
         "New session"),
-      item.kind === "agent" ? h("button", { type: "button", class: "secondary", id: "past-runs",
-        "aria-expanded": "false", "aria-controls": "runs-panel", onclick: () => this.togglePastRuns() }, "Past runs")
-        : null,
+      h("button", { type: "button", class: "secondary", id: "past-runs",
+        "aria-expanded": "false", "aria-controls": "runs-panel", onclick: () => this.togglePastRuns() }, "Past runs"),
       item.kind === "chain" ? tabs(item, "chat") : null);
     this.runsPanel = h("div", { class: "runspanel", id: "runs-panel", hidden: true });
     this.log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
@@ -48,8 +48,8 @@ export class ChatView {
     this.input.focus();
   }
 
-  // The agent's recent runs in the server's store; one opens in the log from its stored events (an
-  // interrupted one can be answered there).
+  // The agent's or chain's recent runs in the server's store; one opens in the log from its stored events
+  // (an interrupted one can be answered there).
   async togglePastRuns() {
     const btn = document.getElementById("past-runs");
     const open = this.runsPanel.hidden;
@@ -59,7 +59,7 @@ export class ChatView {
     this.runsPanel.replaceChildren(h("p", { class: "muted" }, "Loading…"));
     let runs;
     try {
-      runs = (await getJSON(`/playground/api/agents/${encodeURIComponent(this.item.id)}/runs`)).items;
+      runs = (await getJSON(`/playground/api/${this.item.kind}s/${encodeURIComponent(this.item.id)}/runs`)).items;
     } catch (e) {
       this.runsPanel.replaceChildren(h("p", { class: "failure" }, `Could not list the runs: ${e.message}`));
       return;
@@ -70,7 +70,7 @@ export class ChatView {
           onclick: () => this.openRun(r) },
         h("b", {}, r.status), ` ${new Date(r.created_at * 1000).toLocaleString()} · `,
         h("span", { class: "muted" }, r.answer || r.id)))))
-        : h("p", { class: "muted" }, "No run of this agent in the server's store yet."));
+        : h("p", { class: "muted" }, `No run of this ${this.item.kind} in the server's store yet.`));
   }
 
   async openRun(run) {
@@ -146,13 +146,9 @@ export class ChatView {
     const turn = new AssistantTurn(this.item.id, record, { live: true, model: this.item.model || "",
       onAnswer: (answers, form) => this.resume(turn, answers, form) });
     this.log.append(turn.el);
-    if (this.item.kind === "agent") {
-      await this.stream(turn, `/api/v1/agents/${encodeURIComponent(this.item.id)}/runs`,
-        { messages, stream: true }, (ev, id) => turn.onEvent(ev, id));
-    } else {
-      await this.stream(turn, "/v1/chat/completions", { model: this.item.id, stream: true, messages },
-        (frame) => turn.onFrame(frame), { "X-Stream-Protocol": "agui" });
-    }
+    const start = this.item.kind === "agent" ? "agents" : "rules";
+    await this.stream(turn, `/api/v1/${start}/${encodeURIComponent(this.item.id)}/runs`,
+      { messages, stream: true }, (ev, id) => turn.onEvent(ev, id));
   }
 
   async resume(turn, answers, form) {
@@ -192,7 +188,7 @@ export class ChatView {
   cancel() {
     if (!this.abort) return;
     const runId = this.turn && this.turn.record.runId;
-    if (this.item.kind === "agent" && runId) {
+    if (runId) {
       // The server cancels the run and the stream ends with its `cancelled` event; closing the stream
       // is the fallback (it cancels too).
       const abort = this.abort;

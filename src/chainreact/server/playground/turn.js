@@ -1,9 +1,9 @@
-// One assistant answer, built live from a stream or again from its saved record. It understands two
-// streams: OpenAI chat chunks with AG-UI tool frames (chains) and the runs API's events (agents), which
-// also give the timeline (model calls, tools, retries, failovers, breaker changes) and the questions of
-// an interrupted run, answered in place.
+// One assistant answer, built live from the runs API's events (agents and rule chains) or again from its
+// saved record: text, reasoning, tool cards, the timeline (timeline.js) and the questions of an
+// interrupted run, answered in place.
 
 import { h, ms, pretty } from "./dom.js";
+import { Timeline } from "./timeline.js";
 
 export class AssistantTurn {
   constructor(name, record, { live = false, onAnswer = null, model = "" } = {}) {
@@ -15,12 +15,9 @@ export class AssistantTurn {
     this.open = []; // cards started and not finished, for nesting sub-agent calls
     this.body = h("div", { class: "body" });
     this.meta = h("div", { class: "meta" });
-    this.timelineBox = h("details", { class: "timeline", hidden: true },
-      h("summary", {}, "Timeline"), h("table", {},
-        h("thead", {}, h("tr", {}, ["time", "step", "what", "detail", "tokens", "took"].map((c) =>
-          h("th", { scope: "col" }, c)))), h("tbody", {})));
+    this.timeline = new Timeline(record.timeline, model);
     this.el = h("div", { class: "msg assistant", "aria-busy": live ? "true" : "false" },
-      h("div", { class: "who" }, name), this.body, this.meta, this.timelineBox);
+      h("div", { class: "who" }, name), this.body, this.meta, this.timeline.box);
     if (!live) this.replay();
   }
 
@@ -31,7 +28,6 @@ export class AssistantTurn {
       if (seg.type === "text") this.body.append(h("div", { class: "text" }, seg.text));
       else this.body.append(this.cardEl(seg.card, true));
     }
-    for (const row of this.record.timeline) this.timelineRow(row);
     this.showEnd();
   }
 
@@ -42,25 +38,6 @@ export class AssistantTurn {
       this.body.prepend(this.reasoningBox);
     }
     return this.reasoningBox;
-  }
-
-  // --- OpenAI chunks (+ AG-UI tool frames) ------------------------------------------------------------
-  onFrame(frame) {
-    if (frame.error) {
-      this.fail(frame.error.message || "the stream failed");
-      return;
-    }
-    const choice = (frame.choices || [])[0] || {};
-    const delta = choice.delta || {};
-    if (delta.reasoning_content) this.appendReasoning(delta.reasoning_content);
-    if (delta.content) this.appendText(delta.content);
-    for (const ev of delta.tool_calls || []) {
-      if (ev.type === "TOOL_CALL_START") this.toolStart(ev.toolCallId, ev.toolName, ev.arguments, ev.path);
-      else if (ev.type === "TOOL_CALL_RESULT") this.toolEnd(ev.toolCallId, ev.content, ev.isError, ev.durationMs);
-    }
-    if (frame.usage) this.record.usage = frame.usage;
-    if (frame.model) this.record.model = frame.model;
-    if (choice.finish_reason) this.record.finish = choice.finish_reason;
   }
 
   // --- the runs API's events ----------------------------------------------------------------------------
@@ -75,12 +52,11 @@ export class AssistantTurn {
       return;
     }
     const nested = Array.isArray(ev.path) && ev.path.length > 1;
-    const now = performance.now();
-    const t = now - (this.t0 ??= now);
+    this.timeline.onEvent(ev, nested);
+    const own = !nested && !ev.node; // the run's own event, not a sub-agent's nor a chain node's agent's
     switch (ev.type) {
       case "run_start":
         if (!nested) this.record.runId = ev.run_id;
-        this.lastMark = t;
         break;
       case "text_delta":
         if (!nested) this.appendText(ev.text);
@@ -95,75 +71,41 @@ export class AssistantTurn {
         this.toolStart(ev.call.id, fn.name, args, ev.path);
         break;
       }
+      case "tool": // a chain's agent node's AG-UI tool frame
+        if (ev.event.type === "TOOL_CALL_START") {
+          this.toolStart(ev.event.toolCallId, ev.event.toolName, ev.event.arguments, ev.event.path);
+        } else {
+          this.toolEnd(ev.event.toolCallId, ev.event.content, ev.event.isError, ev.event.durationMs);
+        }
+        break;
       case "tool_result":
-        this.toolEnd(ev.call_id, ev.content, ev.is_error, ev.duration_ms);
-        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: ev.is_error ? "tool error" : "tool",
-          what: ev.name, detail: clip(ev.content, 90), took: ev.duration_ms, bad: ev.is_error });
-        this.lastMark = t;
-        break;
-      case "model_call_end": {
-        const u = ev.usage || {};
-        const calls = (ev.message && ev.message.tool_calls || []).map((c) => c.function.name);
-        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "model call",
-          what: (nested ? "" : this.model) || ev.agent,
-          detail: `${ev.finish_reason || ""}${calls.length ? " → " + calls.join(", ") : ""}` +
-            (ev.endpoint ? ` · ${ev.endpoint}` : ""),
-          tokens: u.total_tokens !== undefined ? `${u.prompt_tokens} in / ${u.completion_tokens} out` : "",
-          took: t - (this.lastMark ?? 0) });
-        this.lastMark = t;
-        break;
-      }
-      case "retry":
-        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "retry", what: ev.endpoint, bad: true,
-          detail: `attempt ${ev.attempt} failed${ev.status ? " (" + ev.status + ")" : ""}: ${clip(ev.error, 80)}; ` +
-            `next in ${ms(ev.delay * 1000)}` });
-        break;
-      case "failover":
-        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "failover", bad: true,
-          what: `${ev.from_endpoint} → ${ev.to_endpoint}`, detail: clip(ev.error, 90) });
-        break;
-      case "breaker":
-        this.row({ t, step: ev.step, agent: ev.agent, nested, kind: "breaker", what: ev.endpoint,
-          detail: `${ev.previous} → ${ev.state}`, bad: ev.state === "open" });
+        if (!ev.node) this.toolEnd(ev.call_id, ev.content, ev.is_error, ev.duration_ms);
         break;
       case "final":
-        if (!nested) {
+        if (own) {
+          // A chain whose answer was not streamed (no streaming agent node at its end) has it only here.
+          if (!this.record.text && ev.content) this.appendText(ev.content);
           this.record.usage = ev.usage;
-          this.record.finish = ev.stop_reason;
+          this.record.finish = ev.stop_reason || "stop";
           this.record.model = this.model;
         }
         break;
       case "interrupted":
-        if (!nested) {
+        if (own) {
           this.record.questions = ev.questions;
           this.record.finish = "interrupted";
           this.showQuestions(ev.questions);
         }
         break;
       case "cancelled":
-        if (!nested) this.record.finish = "cancelled";
+        if (own) this.record.finish = "cancelled";
         break;
       case "error":
-        if (!nested) this.fail(ev.error);
+        if (own) this.fail(ev.error);
         break;
       default:
         break;
     }
-  }
-
-  row(r) {
-    this.record.timeline.push(r);
-    this.timelineRow(r);
-  }
-
-  timelineRow(r) {
-    this.timelineBox.hidden = false;
-    const n = this.record.timeline.length;
-    this.timelineBox.firstChild.textContent = `Timeline (${n} event${n > 1 ? "s" : ""})`;
-    this.timelineBox.querySelector("tbody").append(h("tr", { class: r.bad ? "bad" : "", "data-kind": r.kind },
-      h("td", {}, "+" + ms(r.t)), h("td", {}, r.nested ? `${r.agent} ${r.step}` : String(r.step ?? "")),
-      h("td", {}, h("b", {}, r.kind), " ", r.what || ""), h("td", {}, r.detail || ""),
-      h("td", {}, r.tokens || ""), h("td", {}, r.took !== undefined ? ms(r.took) : "")));
   }
 
   // --- shared pieces --------------------------------------------------------------------------------------
@@ -347,9 +289,4 @@ function describeAnswer(a) {
     return (a.approve ? "approved" : "rejected") + (a.reason ? ` (${a.reason})` : "");
   }
   return typeof a === "string" ? a : JSON.stringify(a);
-}
-
-function clip(text, n) {
-  const s = String(text ?? "");
-  return s.length > n ? s.slice(0, n - 1) + "…" : s;
 }
