@@ -58,6 +58,10 @@ def responder(body: dict[str, Any]) -> dict[str, Any]:
         return {"text": "This answer takes a long while to arrive. " * 8, "chunks": 60, "chunk_delay": 0.25}
     if "You run the helpdesk" in system:
         said = str(last.get("content") or "")
+        if "slowly" in said:  # streamed in small pieces over ~3 s: the page shows the text as it comes
+            text = f"Noted: {said}. " + "I will look into it, one step after the other. " * 3
+            return {"text": json.dumps({"response": text, "done": False}), "chunk_size": 6,
+                    "chunk_delay": 0.1}
         return {"text": json.dumps({"response": f"Noted: {said}", "done": "bye" in said.lower()})}
     return {"text": "I only know two tricks."}
 

@@ -197,6 +197,18 @@ def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser
     assert said == ["Hello!", "Noted: My shoes are late"]
     assert send("bob", "Hi") == "Now at agent"
     wait(browser, lambda d: agent.find_element(By.CSS_SELECTOR, ".order").text == "2 sessions")
+
+    # an answer that streams: its text shows while the turn is still running, then in full
+    browser.find_element(By.ID, "flow-text").send_keys("Answer slowly")
+    browser.find_element(By.ID, "flow-send").click()
+    partial = str(wait(browser, lambda d: next((e.text for e in find(d, "#flow-turn .msg.streaming .text")
+                                                if e.text), None)))
+    assert browser.find_element(By.ID, "flow-status").text == "Sending…"
+    wait(browser, lambda d: browser.find_element(By.ID, "flow-status").text == "Now at agent")
+    said = [e.text for e in find(browser, "#flow-detail .msg .text")]
+    assert len(said) == 1 and said[0].startswith("Noted: Answer slowly. I will look into it")
+    assert said[0].startswith(partial) and len(partial) < len(said[0]) and "{" not in said[0]
+    assert find(browser, "#flow-turn .msg.streaming") == []
     screenshot(browser, "playground-flow.png")
     assert send("ann", "Thanks, bye") == "Now at the end: the session ended"
     wait(browser, lambda d: "at greet (ended)" in find(d, '#flow-sessions li[data-session="ann"]')[0].text)

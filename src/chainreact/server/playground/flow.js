@@ -1,7 +1,8 @@
 // A flow as a graph (nodes and their transitions, GET /playground/api/flows/{id}) with each session's
-// current node, and a box to send a session one message (POST /api/v1/flows/{id}/sessions/{sid}/messages).
+// current node, and a box to send a session one message (POST /api/v1/flows/{id}/sessions/{sid}/messages,
+// SSE with "deltas": the agents' answers shown as they are written).
 
-import { getJSON, postJSON } from "./api.js";
+import { getJSON, streamSSE } from "./api.js";
 import { h, pretty } from "./dom.js";
 import { drawGraph } from "./graph.js";
 
@@ -92,24 +93,58 @@ export class FlowView {
     if (!text || !sid) return;
     this.sendBtn.disabled = true;
     this.status.textContent = "Sending…";
-    let answer;
+    // The turn's messages as they come: an agent's text as the model writes it (text_delta events),
+    // replaced by its complete message.
+    const turn = h("div", { id: "flow-turn" });
+    this.showSessions([h("h3", {}, "Last turn"), turn]);
+    const box = (node) => {
+      const el = h("div", { class: "msg", "data-node": node }, h("div", { class: "who" }, node), h("div", { class: "text" }));
+      turn.append(el);
+      return el;
+    };
+    let live = null; // the message being streamed
+    let output = null;
+    let end = null;
+    let failed = null;
     try {
-      answer = await postJSON(`/api/v1/flows/${encodeURIComponent(this.item.id)}/sessions/${encodeURIComponent(sid)}/messages`,
-        { text, stream: false });
+      await streamSSE(`/api/v1/flows/${encodeURIComponent(this.item.id)}/sessions/${encodeURIComponent(sid)}/messages`,
+        { text, deltas: true }, (ev) => {
+          if (ev.event === "text_delta") {
+            if (!live || live.dataset.node !== ev.node) {
+              live = box(ev.node);
+              live.classList.add("streaming");
+            }
+            live.querySelector(".text").textContent += ev.text;
+          } else if (ev.event === "message") {
+            const el = live && live.dataset.node === ev.node ? live : box(ev.node);
+            el.querySelector(".text").textContent = ev.content;
+            el.classList.remove("streaming");
+            live = null;
+          } else if (ev.event === "output") {
+            output = ev.output;
+          } else if (ev.event === "turn_end") {
+            end = ev;
+          } else if (ev.event === "error") {
+            failed = ev.message;
+          }
+        });
     } catch (e) {
-      this.status.textContent = `The turn failed: ${e.message}`;
-      return;
+      failed = e.message;
     } finally {
       this.sendBtn.disabled = false;
     }
+    if (live) live.classList.remove("streaming");
+    if (failed !== null || end === null) {
+      this.status.textContent = `The turn failed: ${failed !== null ? failed : "the stream ended early"}`;
+      return;
+    }
     this.text.value = "";
     this.current = sid;
-    this.status.textContent = answer.ended ? "Now at the end: the session ended" : `Now at ${answer.node}`;
+    this.status.textContent = end.ended ? "Now at the end: the session ended" : `Now at ${end.current}`;
     this.flow = await getJSON(`/playground/api/flows/${encodeURIComponent(this.item.id)}`);
     if (this.closed) return;
     this.mark();
-    this.showSessions([h("h3", {}, "Last turn"), ...answer.messages.map((m) =>
-      h("div", { class: "msg", "data-node": m.node }, h("div", { class: "who" }, m.node), h("div", { class: "text" }, m.content))),
-    answer.output !== undefined && answer.output !== null ? h("details", {}, h("summary", {}, "Output"), h("pre", {}, pretty(answer.output))) : null]);
+    this.showSessions([h("h3", {}, "Last turn"), turn,
+      output !== undefined && output !== null ? h("details", {}, h("summary", {}, "Output"), h("pre", {}, pretty(output))) : null]);
   }
 }
