@@ -134,3 +134,18 @@ def test_json_schema_accepts_the_spec_example_and_rejects_unknown_node_types() -
     v = jsonschema.Draft202012Validator(schema)
     assert list(v.iter_errors(_flow(SPEC_NODE, *_targets()))) == []
     assert list(v.iter_errors(_flow({"name": "x", "type": "teleport"})))
+
+
+def test_override_params_ranges_are_the_specs() -> None:
+    # LLMParamsDef: penalties in [-2, 2], logitBias values in [-100, 100], each refusal with its path.
+    node = {"name": "a", "type": "aiagent", "userMessage": "{{userInput}}", "output": {"schema": SCHEMA},
+            "llmConfig": {"overrideParams": {"presencePenalty": 2.5, "logitBias": {"50256": -101, "7": 100}}}}
+    with pytest.raises(ConfigError) as ei:
+        load_flow(_flow(node))
+    errors = dict(ei.value.errors)
+    assert "$.nodes[0].llmConfig.overrideParams.presencePenalty" in errors
+    assert "$.nodes[0].llmConfig.overrideParams.logitBias.50256" in errors
+    assert not any(p.endswith("logitBias.7") for p in errors)
+    ok = copy.deepcopy(node)
+    ok["llmConfig"]["overrideParams"] = {"logitBias": {"50256": -100, "7": 100}}
+    load_flow(_flow(ok))

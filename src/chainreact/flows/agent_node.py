@@ -119,7 +119,7 @@ def build_agent(node: AIAgentNode, system: str, env: dict[str, Any], *, flow: Fl
     middleware: list[Any] = [budget]
     if node.maxToolExecutions > 0:
         if node.tools:
-            cfg["tools"] = [t.model_dump(exclude_none=True, by_alias=True) for t in node.tools]
+            cfg["tools"] = [t.descriptor() for t in node.tools]
         tools = collaborator_tools(node, env, flow=flow, base_dir=base_dir)
         if node.askUserForToolsInput:
             middleware.append(AskForTools())

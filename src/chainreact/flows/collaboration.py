@@ -70,7 +70,7 @@ def node_agent(node: AIAgentNode, env: dict[str, Any], *, flow: FlowDef | None, 
     tools: list[Any] = []
     if node.maxToolExecutions > 0:
         if node.tools:
-            cfg["tools"] = [t.model_dump(exclude_none=True, by_alias=True) for t in node.tools]
+            cfg["tools"] = [t.descriptor() for t in node.tools]
         tools = collaborator_tools(node, env, flow=flow, base_dir=base_dir, depth=depth)
 
     def model_input(instruction: str, data: Any) -> list[Message]:

@@ -32,7 +32,8 @@ class LLMParamsDef(_Def):
     maxTokens: int | None = Field(None, ge=0)
     presencePenalty: float | None = Field(None, ge=-2.0, le=2.0)
     frequencyPenalty: float | None = Field(None, ge=-2.0, le=2.0)
-    logitBias: dict[str, int] | None = None
+    logitBias: dict[str, Annotated[int, Field(ge=-100, le=100)]] | None = Field(
+        None, description="Token id -> bias, each in [-100, 100].")
     required: dict[str, Any] | None = Field(None, description="Extra request fields, sent as they are.")
 
 
@@ -101,6 +102,14 @@ class ToolForAIDef(_Def):
     output: dict[str, Any] | None = None
     execution: dict[str, Any] | None = None
     mcpClient: McpClientDef | None = None
+
+    def descriptor(self) -> dict[str, Any]:
+        """The agent's tool descriptor. `type` is optional in the spec: without it, a tool with an
+        `mcpClient` is an MCP tool and any other is `standard` (direct execution), never a builtin."""
+        d = self.model_dump(exclude_none=True, by_alias=True)
+        if self.type is None:
+            d["type"] = "mcp" if self.mcpClient is not None else "standard"
+        return d
 
 
 class OnAgentOutcomeDef(_Def):
