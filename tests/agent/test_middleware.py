@@ -10,7 +10,7 @@ from chainreact.testing import FakeLLM
 from chainreact.tools import ToolOutput, tool
 from chainreact.types import Message
 
-from .conftest import call, make_agent
+from .conftest import add, call, make_agent
 
 
 class Recorder(Middleware):
@@ -122,3 +122,32 @@ async def test_wrap_tool_call_can_deny(server: FakeLLM) -> None:
     server.add_turns([{"tool_calls": [call("add", {"a": 1, "b": 2})]}, {"text": "denied"}])
     result = await make_agent(server, middleware=[Deny()]).run("x")
     assert [m.content for m in result.messages if m.role == "tool"] == ["Error: permission denied for add"]
+
+
+class Narrow(Middleware):
+    """before_model drops every tool but `add` (ToolInfos); after_model rewrites the model's answer."""
+
+    async def before_model(self, state: RunState) -> None:
+        if state.step == 1:
+            state.tool_specs[:] = [s for s in state.tool_specs if s["function"]["name"] == "add"]
+
+    async def after_model(self, state: RunState) -> None:
+        last = state.messages[-1]
+        if not last.tool_calls:
+            state.messages[-1] = Message("assistant", f"[checked] {last.content}")
+
+
+async def test_before_model_tool_specs_and_after_model_rewrite_persist(server: FakeLLM) -> None:
+    @tool
+    def other() -> str:
+        """Another tool."""
+        return "x"
+
+    server.add_turns([{"tool_calls": [call("add", {"a": 1, "b": 2})]}, {"text": "3"}])
+    result = await make_agent(server, tools=[add, other], middleware=[Narrow()]).run("x")
+    # The tool list edited before the first call is still the list of the second (persisted in state).
+    for req in server.chat_requests:
+        assert [t["function"]["name"] for t in req.body["tools"]] == ["add"]
+    # The rewritten response is the answer and stays in the history.
+    assert result.content == "[checked] 3"
+    assert result.messages[-1].content == "[checked] 3"

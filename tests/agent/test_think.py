@@ -64,3 +64,20 @@ async def _events(agent):  # type: ignore[no-untyped-def]
 
     async for ev in ReactLoop(await agent.plan(), streaming=False).events("q"):
         yield ev
+
+
+@pytest.mark.parametrize("fmt", ["json_object", "json_schema"])
+async def test_keep_think_is_for_the_text_format_only(server: FakeLLM, fmt: str) -> None:
+    # The ai/agent spec: keepThink keeps the reasoning "(text format only)"; a JSON answer keeps none, so
+    # it stays parseable.
+    answer = '<think>the user wants JSON</think>\n{"a": 1}'
+    server.add_turns([{"text": answer, "chunk_size": 5}, {"text": answer}])
+    params: dict[str, object] = {"keepThink": True, "responseFormat": fmt}
+    if fmt == "json_schema":
+        params["jsonSchema"] = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    agent = make_agent(server, tools=[], params=params)
+    events = [ev async for ev in agent.stream("q")]
+    assert "".join(ev.text for ev in events if isinstance(ev, TextDelta)) == '{"a": 1}'
+    assert "".join(ev.text for ev in events if isinstance(ev, ReasoningDelta)) == "the user wants JSON"
+    result = await agent.run("q")
+    assert result.content == '{"a": 1}' and result.reasoning is None

@@ -100,7 +100,9 @@ class Agent:
         self.max_step_policy = cfg.maxStepPolicy
         self.max_tool_output = cfg.maxToolOutputLength
         self.parallel_tool_calls = cfg.parallelToolCalls
-        self.keep_think = cfg.params.keepThink
+        # keepThink applies to the text format only (the ai/agent node's params): a JSON answer keeps no
+        # reasoning, so it stays parseable.
+        self.keep_think = cfg.params.keepThink and cfg.params.responseFormat == "text"
         self.return_directly = set(cfg.returnDirectly) | set(return_directly)
         self.preset_messages: list[ChatMessage] = list(cfg.messages)
         self.detect_window = detect_window
