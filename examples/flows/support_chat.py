@@ -1,5 +1,5 @@
 """A chat flow, turn by turn: outcomes branch on the agent's structured output, transitions move the
-session, the session lives in the state store (a temporary SQLite file here).
+session, the session lives in the state store (a temporary SQLite file here), listed at the end.
 
 The flow (support.json) targets OpenAI; this example points its agents at the scripted fake server, so it
 runs offline: `python examples/flows/support_chat.py`. With a real key, run the same document with
@@ -42,6 +42,10 @@ async def main(state: str) -> None:
                 for m in turn.messages:
                     print(f"  [{m.node}] {m.content}")
                 print(f"  -> node={turn.node} ended={turn.ended} output={json.dumps(turn.output)}")
+            # The flow's sessions in the store, most recently active first (what the playground lists).
+            for session in await flow.sessions():
+                print(f"session {session.session}: at {session.node}, ended={session.ended}, "
+                      f"{session.messages} messages kept")
 
 
 if __name__ == "__main__":

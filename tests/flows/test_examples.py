@@ -34,7 +34,8 @@ def test_support_chat_example_runs() -> None:
     proc_stdout = run_example("support_chat.py")
     for needle in ["[handover] I have passed this to a colleague", "-> node=support ended=False",
                    "[support] Is there anything else I can help you with, Ann?", "-> node=survey",
-                   "[bye] Thank you, Ann (you rated us 5/5).", "-> node=None ended=True"]:
+                   "[bye] Thank you, Ann (you rated us 5/5).", "-> node=None ended=True",
+                   "session session-1: at greet, ended=True, 2 messages kept"]:
         assert needle in proc_stdout, proc_stdout
 
 

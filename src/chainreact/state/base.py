@@ -366,8 +366,10 @@ class Store(abc.ABC):
     async def get_run(self, run_id: str) -> RunRecord | None: ...
 
     @abc.abstractmethod
-    async def runs(self, *, status: str | None = None, limit: int = 50) -> list[RunRecord]:
-        """Runs, most recently updated first, without their snapshots."""
+    async def runs(self, *, status: str | None = None, limit: int = 50,
+                   prefix: str | None = None) -> list[RunRecord]:
+        """Runs, most recently updated first, without their snapshots; with `prefix`, only those whose id
+        starts with it (e.g. a flow's sessions: `flow:<flow id>:`, see Flow.sessions)."""
 
     @abc.abstractmethod
     async def delete_run(self, run_id: str) -> bool:

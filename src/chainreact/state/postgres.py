@@ -385,14 +385,21 @@ class PostgresStore(Store):
             return self._run_record(r, loads(r[8]) if r[8] is not None else None)
         return await self._run(body, write=False)
 
-    async def runs(self, *, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+    async def runs(self, *, status: str | None = None, limit: int = 50,
+                   prefix: str | None = None) -> list[RunRecord]:
         async def body(c: Any) -> list[RunRecord]:
-            if status is None:
-                rows = await c.fetch(f"SELECT {self._RUN_COLS} FROM runs ORDER BY updated_at DESC, run_id "
-                                     "LIMIT $1", limit)
-            else:
-                rows = await c.fetch(f"SELECT {self._RUN_COLS} FROM runs WHERE status = $1 "
-                                     "ORDER BY updated_at DESC, run_id LIMIT $2", status, limit)
+            where: list[str] = []
+            params: list[Any] = []
+            if status is not None:
+                params.append(status)
+                where.append(f"status = ${len(params)}")
+            if prefix:  # substr, not LIKE: the prefix's own % and _ are plain characters
+                params += [len(prefix), prefix]
+                where.append(f"substr(run_id, 1, ${len(params) - 1}) = ${len(params)}")
+            params.append(limit)
+            rows = await c.fetch(f"SELECT {self._RUN_COLS} FROM runs"
+                                 + (" WHERE " + " AND ".join(where) if where else "")
+                                 + f" ORDER BY updated_at DESC, run_id LIMIT ${len(params)}", *params)
             return [self._run_record(r) for r in rows]
         return await self._run(body, write=False)
 

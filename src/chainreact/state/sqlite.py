@@ -459,12 +459,16 @@ class SQLiteStore(Store):
             return self._run(row, loads(row[8]) if row[8] is not None else None)
         return await self._call(run, inline=True)
 
-    async def runs(self, *, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+    async def runs(self, *, status: str | None = None, limit: int = 50,
+                   prefix: str | None = None) -> list[RunRecord]:
         def run() -> list[RunRecord]:
-            sql, params = f"SELECT {self._RUN_COLS} FROM runs", []
+            sql, params = f"SELECT {self._RUN_COLS} FROM runs WHERE 1 = 1", list[Any]()
             if status is not None:
-                sql += " WHERE status = ?"
+                sql += " AND status = ?"
                 params.append(status)
+            if prefix:  # substr, not LIKE: the prefix's own % and _ are plain characters
+                sql += " AND substr(run_id, 1, ?) = ?"
+                params += [len(prefix), prefix]
             rows = self._c.execute(sql + " ORDER BY updated_at DESC, run_id LIMIT ?", [*params, limit])
             return [self._run(r) for r in rows]
         return await self._call(run)
