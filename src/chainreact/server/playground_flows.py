@@ -6,13 +6,23 @@
 `nodes`: name, type, and a one-line summary (a message node's text, an agent node's user message, a chain
 node's chain). `transitions`: one per way a node moves on (`from`, `to` (null = the flow ends), `label`:
 "next" for a node's own transition, else the outcome's condition). `sessions`: the flow's most recently
-active sessions in the server's store (at most MAX_SESSIONS), each with the node its next message goes to.
+active sessions in the server's store (at most MAX_SESSIONS; chainreact.flows.list_sessions), each with
+the node its next message goes to, when its last turn was saved and how many messages it has.
+
+    GET /playground/api/flows/{id}/sessions/{sid}   {"flow", "session", "node", "ended", "updated_at",
+                                                     "messages": [{"role", "content", "text"}]}
+
+One session: its conversation so far, the last MAX_MESSAGES messages of the store's conversation under the
+session's key: what its agent nodes keep there (each turn's user message and answer; a node with its own
+`memoryId` keeps its turns under that instead, and message nodes' texts are not kept). 404 when the store
+has no such session.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -20,8 +30,7 @@ from .context import ServerContext
 from .flows_runtime import FlowRuntime
 
 MAX_SESSIONS = 50
-# Runs of every kind share the store's run list: look this far back for the flow's sessions.
-SCAN_RUNS = 1000
+MAX_MESSAGES = 200  # of a session's conversation, the last ones
 
 
 def _summary(node: Any) -> str:
@@ -51,20 +60,54 @@ def describe(flow: Any) -> dict[str, Any]:
 
 
 async def sessions(flow: Any, store: Any) -> list[dict[str, Any]]:
-    prefix = flow.session_key("")
-    out: list[dict[str, Any]] = []
-    for rec in await store.runs(limit=SCAN_RUNS):
-        if not rec.run_id.startswith(prefix):
-            continue
-        full = await store.get_run(rec.run_id)
-        snap = full.snapshot if full is not None and isinstance(full.snapshot, dict) else {}
+    from ..flows import list_sessions
+
+    found = await list_sessions(store, flow.id, flow.definition.start_node.name, limit=MAX_SESSIONS)
+    return [s.to_dict() for s in found]
+
+
+def shown(message: Any) -> dict[str, Any]:
+    """A message of a session's conversation as the page shows it: `text` is an answer's text field
+    (response, answer, ...) when the agent answered with a JSON object (a structured output), else the
+    content as it is."""
+    from ..flows.agent_node import TEXT_FIELDS
+
+    content = message.text
+    text = content
+    if message.role == "assistant" and content.lstrip().startswith("{"):
+        try:
+            value = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            text = next((value[k] for k in TEXT_FIELDS if isinstance(value.get(k), str)), content)
+    return {"role": message.role, "content": content, "text": text}
+
+
+def session_handler(ctx: ServerContext) -> Any:
+    runtime = FlowRuntime.of(ctx)
+
+    @ctx.guard("read", "id")
+    async def flow_session(request: Request) -> Response:
+        ident, sid = request.path_params["id"], request.path_params["sid"]
+        flow = await runtime.flow(ident)
+        if flow is None:
+            why = f"no flow with id {ident!r}; GET /api/v1/flows lists them"
+            return JSONResponse({"error": {"message": why, "code": "not_found"}}, status_code=404)
+        store = await runtime.store()
+        key = flow.session_key(sid)
+        rec = await store.get_run(key)
+        if rec is None:
+            why = f"flow {ident!r} has no session {sid!r}; GET /playground/api/flows/{ident} lists them"
+            return JSONResponse({"error": {"message": why, "code": "not_found"}}, status_code=404)
+        snap = rec.snapshot if isinstance(rec.snapshot, dict) else {}
         ended = bool(snap.get("ended"))
-        out.append({"session": rec.run_id[len(prefix):], "updated_at": rec.updated_at, "ended": ended,
-                    # as GET /api/v1/flows/{id}/sessions/{sid}: an ended session starts again at the start
-                    "node": snap.get("node") if snap and not ended else flow.definition.start_node.name})
-        if len(out) >= MAX_SESSIONS:
-            break
-    return out
+        history = await store.history(key, last=MAX_MESSAGES)
+        return JSONResponse({"flow": flow.id, "session": sid, "ended": ended, "updated_at": rec.updated_at,
+                             "node": flow.definition.start_node.name if ended else snap.get("node"),
+                             "messages": [shown(m) for m in history]})
+
+    return flow_session
 
 
 def flow_handler(ctx: ServerContext) -> Any:

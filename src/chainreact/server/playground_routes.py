@@ -5,6 +5,7 @@
     GET  /playground/api/catalog                everything loaded: id, kind, description (+ model of agents)
     POST /playground/api/chains/{id}/trace      run a chain once with debug capture: every node's IN/OUT
     GET  /playground/api/flows/{id}             a flow's nodes, transitions and sessions (playground_flows)
+    GET  /playground/api/flows/{id}/sessions/{sid}   one session's conversation so far (playground_flows)
     GET  /playground/api/agents/{id}/runs       an agent's recent runs in the store (playground_runs)
     GET  /playground/api/chains/{id}/runs       a rule chain's recent runs in the store (playground_runs)
 
@@ -24,7 +25,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from .context import ServerContext
-from .playground_flows import flow_handler
+from .playground_flows import flow_handler, session_handler
 from .playground_runs import runs_handler
 
 STATIC_DIR = Path(__file__).parent / "playground"
@@ -129,6 +130,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         Route("/playground/api/catalog", list_catalog),
         Route("/playground/api/chains/{id}/trace", trace, methods=["POST"]),
         Route("/playground/api/flows/{id}", flow_handler(ctx)),
+        Route("/playground/api/flows/{id}/sessions/{sid}", session_handler(ctx)),
         Route("/playground/api/agents/{id}/runs", runs_handler(ctx, "agent")),
         Route("/playground/api/chains/{id}/runs", runs_handler(ctx, "chain")),
         Route("/playground/{file}", asset),

@@ -1,6 +1,8 @@
 // A flow as a graph (nodes and their transitions, GET /playground/api/flows/{id}) with each session's
-// current node, and a box to send a session one message (POST /api/v1/flows/{id}/sessions/{sid}/messages,
-// SSE with "deltas": the agents' answers shown as they are written).
+// current node, the sessions in the server's store (opened: the conversation so far, GET
+// /playground/api/flows/{id}/sessions/{sid}), and a box to send a session one message
+// (POST /api/v1/flows/{id}/sessions/{sid}/messages, SSE with "deltas": the agents' answers shown as they
+// are written).
 
 import { getJSON, streamSSE } from "./api.js";
 import { h, pretty } from "./dom.js";
@@ -70,10 +72,34 @@ export class FlowView {
       h("h3", {}, "Sessions"),
       list.length ? null : h("p", { class: "muted" }, "No session yet: send a message below."),
       h("ol", { id: "flow-sessions" }, list.map((s) => h("li", { "data-session": s.session, "data-node": s.node },
-        h("button", { type: "button", onclick: () => { this.current = s.session; this.sid.value = s.session; this.mark(); } },
-          s.session), ` at ${s.node}${s.ended ? " (ended)" : ""}`))),
+        h("button", { type: "button", onclick: () => this.openSession(s.session) }, s.session),
+        ` at ${s.node}${s.ended ? " (ended)" : ""}`,
+        h("span", { class: "muted when" }, ` · last message ${new Date(s.updated_at * 1000).toLocaleString()}` +
+          ` · ${s.messages} message${s.messages === 1 ? "" : "s"} kept`)))),
       ...extra,
     ].filter(Boolean));
+  }
+
+  // One session from the store: its conversation so far; the next message from the box goes to it.
+  async openSession(sid) {
+    this.current = sid;
+    this.sid.value = sid;
+    this.mark();
+    let got;
+    try {
+      got = await getJSON(`/playground/api/flows/${encodeURIComponent(this.item.id)}/sessions/${encodeURIComponent(sid)}`);
+    } catch (e) {
+      this.showSessions([h("p", { class: "failure", role: "alert" }, `Could not open session ${sid}: ${e.message}`)]);
+      return;
+    }
+    if (this.closed || this.current !== sid) return;
+    this.showSessions([h("h3", {}, `Session ${sid}`),
+      h("p", { class: "muted", id: "flow-session-state" }, got.ended ? "Ended: its next message starts again at " +
+        got.node : `At ${got.node}`, ` · last message ${new Date(got.updated_at * 1000).toLocaleString()}`),
+      got.messages.length ? h("div", { id: "flow-conversation" }, got.messages.map((m) =>
+        h("div", { class: `msg ${m.role}`, "data-role": m.role, title: m.text !== m.content ? m.content : null },
+          h("div", { class: "who" }, m.role === "user" ? "User" : "Assistant"), h("div", { class: "text" }, m.text))))
+        : h("p", { class: "muted" }, "No message kept: only agent nodes keep the conversation.")]);
   }
 
   showNode(id) {
