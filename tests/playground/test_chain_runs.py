@@ -79,7 +79,7 @@ def test_past_runs_of_a_chain_open_from_the_store(browser: Browser, server: Serv
     open_page(browser, server.url + "/#/chain/pipeline/chat")  # a new page: only the store knows the run
     browser.find_element(By.ID, "new-session").click()
     browser.find_element(By.ID, "past-runs").click()
-    runs = wait(browser, lambda d: find(d, "#runs-panel button.run"))
+    runs = wait(browser, lambda d: find(d, "#past-runs-panel button.run"))
     assert [r.get_attribute("data-status") for r in runs] == ["done"] * len(runs) and len(runs) >= 1
     assert "It has 10 letters." in runs[0].text
     screenshot(browser, "playground-chain-runs.png")
@@ -136,3 +136,25 @@ def test_a_chains_runs_need_read_on_the_chain(tmp_path: Path) -> None:
         # read is not execute: the key cannot start a run of the chain it may list
         assert httpx.post(srv.url + "/api/v1/rules/router/runs", json={"input": "x"},
                           headers=auth).status_code == 403
+
+
+def test_a_past_run_shows_its_path_on_the_chains_graph(browser: Browser, server: Served) -> None:
+    started = httpx.post(server.url + "/api/v1/rules/router/runs", json={"input": "from the API"}, timeout=30)
+    run_id = started.json()["id"]
+    open_page(browser, server.url + "/#/chain/router/graph")
+    wait(browser, lambda d: len(find(d, "#chain-graph svg g.node")) == 4)
+    browser.find_element(By.ID, "graph-runs").click()
+    run = wait(browser, lambda d: find(d, f'#graph-runs-panel button.run[data-run="{run_id}"]'))[0]
+    run.click()
+    wait(browser, lambda d: find(d, "#trace-steps li"))
+    assert sorted(e.get_attribute("data-id") or "" for e in find(browser, "g.node.visited")) == \
+        ["check", "log", "small"]
+    steps = [e.text.split(" (")[0] for e in find(browser, "#trace-steps li")]
+    assert steps == ["check → False", "small → Success", "log → Success"]
+    assert f"Run {run_id} (done)" in browser.find_element(By.ID, "trace-status").text
+    assert '"from the API"' in browser.find_element(By.ID, "node-detail").text  # the end's message
+    find(browser, 'g.node[data-id="small"]')[0].click()
+    ios = wait(browser, lambda d: find(d, "#node-detail pre.io"))
+    assert [e.get_attribute("data-flow") for e in ios] == ["IN", "OUT"]
+    assert '"size"' not in ios[0].text and '"size": "small"' in ios[1].text
+    assert console_errors(browser) == []

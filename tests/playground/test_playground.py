@@ -266,7 +266,7 @@ def test_past_runs_open_from_the_store_and_an_interrupted_one_is_answered_there(
     open_page(browser, server.url + "/#/agent/deployer")  # a new page: only the store knows the run
     browser.find_element(By.ID, "new-session").click()
     browser.find_element(By.ID, "past-runs").click()
-    runs = wait(browser, lambda d: find(d, "#runs-panel button.run"))
+    runs = wait(browser, lambda d: find(d, "#past-runs-panel button.run"))
     # this module's three runs of the deployer, newest first: the waiting one, then the two answered
     assert [r.get_attribute("data-status") for r in runs] == ["interrupted", "done", "done"]
     screenshot(browser, "playground-runs.png")
@@ -276,7 +276,7 @@ def test_past_runs_open_from_the_store_and_an_interrupted_one_is_answered_there(
     form.find_element(By.CSS_SELECTOR, "button.approve").click()
     assert answer_starting(browser, "Done").text == "Done: api deployed"
     browser.find_element(By.ID, "past-runs").click()
-    runs = wait(browser, lambda d: find(d, "#runs-panel button.run"))
+    runs = wait(browser, lambda d: find(d, "#past-runs-panel button.run"))
     assert [r.get_attribute("data-status") for r in runs] == ["done", "done", "done"]
     runs[2].click()  # the first run of the module: approved in the earlier test
     wait(browser, lambda d: len(find(d, ".msg.assistant")) == 2)

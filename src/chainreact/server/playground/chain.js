@@ -1,11 +1,13 @@
 // A chain as a graph (from its DSL, GET /api/v1/rules/{id}) and a message's path through it: the chain is
-// run once with debug capture (POST /playground/api/chains/{id}/trace); the nodes it went through and
-// the relations it took are highlighted, numbered in order; a node's IN/OUT messages show on click.
+// run once with debug capture (POST /playground/api/chains/{id}/trace), or a past run is read back from
+// the store (its logged `node` events, GET /api/v1/runs/{id}/events); the nodes it went through and the
+// relations it took are highlighted, numbered in order; a node's IN/OUT messages show on click.
 
-import { getJSON, postJSON } from "./api.js";
+import { getJSON, postJSON, streamSSE } from "./api.js";
 import { h, ms, pretty } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { tabs } from "./chat.js";
+import { pastRuns } from "./runs.js";
 
 export class ChainView {
   constructor(root, item) {
@@ -25,9 +27,11 @@ export class ChainView {
       h("label", { for: "trace-data" }, "Data (JSON or text)", this.data),
       h("label", { for: "trace-meta" }, "Metadata (JSON)", this.meta),
       this.runBtn, this.status);
+    const past = pastRuns(item, (run) => this.openRun(run), "graph-runs");
     root.append(
       h("div", { class: "viewhead" }, h("h2", {}, item.id), h("span", { class: "kind" }, "chain"),
-        item.description ? h("span", { class: "muted" }, item.description) : null, tabs(item, "graph")),
+        item.description ? h("span", { class: "muted" }, item.description) : null, past.button, tabs(item, "graph")),
+      past.panel,
       h("div", { class: "chainview" }, h("div", { class: "graphpane" }, this.graph, form), this.detail));
     this.load();
   }
@@ -79,6 +83,29 @@ export class ChainView {
     this.highlight();
     const ends = this.trace.ends.map((e) => e.relation + (e.error ? ` (${e.error})` : "")).join(", ");
     this.status.textContent = `Ended: ${ends || "nothing"}${this.trace.truncated ? " (trace cut short)" : ""}`;
+    this.showOverview();
+  }
+
+  // A past run of the chain (runs API), from its stored events: its nodes' IN/OUT are the trace's events.
+  async openRun(run) {
+    if (!this.drawn) return;
+    const events = [];
+    let end = null;
+    this.status.textContent = `Reading run ${run.id}…`;
+    try {
+      await streamSSE(`/api/v1/runs/${encodeURIComponent(run.id)}/events`, null, (ev) => {
+        if (ev.type === "node") events.push(ev);
+        else if (ev.type === "final") end = { relation: "Success", msg: { data: ev.content } };
+        else if (ev.type === "error") end = { relation: "Failure", error: ev.error, msg: { data: ev.error } };
+      });
+    } catch (e) {
+      this.status.textContent = `Could not read run ${run.id}: ${e.message}`;
+      return;
+    }
+    if (this.closed) return;
+    this.trace = { chainId: this.item.id, events, ends: end ? [end] : [], truncated: false };
+    this.highlight();
+    this.status.textContent = `Run ${run.id} (${run.status}), from the server's store`;
     this.showOverview();
   }
 

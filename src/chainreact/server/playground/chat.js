@@ -4,8 +4,9 @@
 // (a chain's: every node, and its agent nodes' model and tool calls), a cancel button, a session picker
 // and the past runs in the server's store. The answer itself is drawn by turn.js.
 
-import { getJSON, postJSON, streamSSE } from "./api.js";
+import { postJSON, streamSSE } from "./api.js";
 import { h } from "./dom.js";
+import { pastRuns } from "./runs.js";
 import { SessionStore } from "./sessions.js";
 import { AssistantTurn } from "./turn.js";
 
@@ -16,6 +17,9 @@ export class ChatView {
     this.abort = null;
     this.session = this.store.all()[0] || this.store.create();
 
+    // The agent's or chain's recent runs in the server's store; one opens in the log from its stored
+    // events (an interrupted one can be answered there).
+    const past = pastRuns(item, (run) => this.openRun(run));
     this.picker = h("select", { id: "session-picker", onchange: () => this.pick(this.picker.value) });
     const head = h("div", { class: "viewhead" },
       h("h2", {}, item.id), h("span", { class: "kind" }, item.kind),
@@ -24,10 +28,8 @@ export class ChatView {
       h("label", { for: "session-picker" }, "Session"), this.picker,
       h("button", { type: "button", class: "secondary", id: "new-session", onclick: () => this.newSession() },
         "New session"),
-      h("button", { type: "button", class: "secondary", id: "past-runs",
-        "aria-expanded": "false", "aria-controls": "runs-panel", onclick: () => this.togglePastRuns() }, "Past runs"),
+      past.button,
       item.kind === "chain" ? tabs(item, "chat") : null);
-    this.runsPanel = h("div", { class: "runspanel", id: "runs-panel", hidden: true });
     this.log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
     this.input = h("textarea", { id: "chat-input", rows: 2, placeholder: "Message (Enter sends, Shift+Enter: new line)" });
     this.input.addEventListener("keydown", (ev) => {
@@ -42,41 +44,14 @@ export class ChatView {
     const form = h("form", { class: "composer", onsubmit: (ev) => { ev.preventDefault(); this.send(); } },
       h("label", { for: "chat-input", class: "visually-hidden" }, `Message to ${item.id}`),
       this.input, this.sendBtn, this.cancelBtn);
-    root.append(head, this.runsPanel, h("div", { class: "chat" }, this.log, form));
+    root.append(head, past.panel, h("div", { class: "chat" }, this.log, form));
     this.refreshPicker();
     this.renderSession();
     this.input.focus();
   }
 
-  // The agent's or chain's recent runs in the server's store; one opens in the log from its stored events
-  // (an interrupted one can be answered there).
-  async togglePastRuns() {
-    const btn = document.getElementById("past-runs");
-    const open = this.runsPanel.hidden;
-    this.runsPanel.hidden = !open;
-    btn.setAttribute("aria-expanded", String(open));
-    if (!open) return;
-    this.runsPanel.replaceChildren(h("p", { class: "muted" }, "Loading…"));
-    let runs;
-    try {
-      runs = (await getJSON(`/playground/api/${this.item.kind}s/${encodeURIComponent(this.item.id)}/runs`)).items;
-    } catch (e) {
-      this.runsPanel.replaceChildren(h("p", { class: "failure" }, `Could not list the runs: ${e.message}`));
-      return;
-    }
-    this.runsPanel.replaceChildren(
-      runs.length ? h("ul", { "aria-label": "Past runs" }, runs.map((r) => h("li", {},
-        h("button", { type: "button", class: "run", "data-run": r.id, "data-status": r.status,
-          onclick: () => this.openRun(r) },
-        h("b", {}, r.status), ` ${new Date(r.created_at * 1000).toLocaleString()} · `,
-        h("span", { class: "muted" }, r.answer || r.id)))))
-        : h("p", { class: "muted" }, `No run of this ${this.item.kind} in the server's store yet.`));
-  }
-
   async openRun(run) {
     if (this.abort) return;
-    this.runsPanel.hidden = true;
-    document.getElementById("past-runs").setAttribute("aria-expanded", "false");
     this.log.append(h("p", { class: "runtitle muted" }, `Run ${run.id} (${run.status}), from the server's store`));
     const record = { role: "assistant", text: "", reasoning: "", segments: [], started: Date.now() };
     const turn = new AssistantTurn(this.item.id, record, { live: true, model: this.item.model || "",
