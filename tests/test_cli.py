@@ -105,6 +105,33 @@ def test_validate_reports_each_error_with_its_json_path(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
+def test_validate_parses_each_tool_as_a_run_would_without_running_anything(tmp_path: Path) -> None:
+    tools = [
+        {"type": "http", "name": "orders", "description": "x"},  # no execution
+        {"type": "http", "name": "ftp", "description": "x", "execution": {"endpoint": "ftp://host/x"}},
+        {"type": "mcp", "name": "m",
+         "config": {"url": "http://127.0.0.1:1/mcp", "transport": "carrier-pigeon"}},
+        {"type": "builtin", "name": "teleport"},
+        {"type": "agent", "name": "helper"},  # no targetId
+        {"type": "python", "name": "f", "config": {"function": "nodots"}},
+        # fine, or known only at run time: not reported
+        {"type": "http", "name": "ok", "description": "x", "execution": {"endpoint": "https://api.example.com/o"}},
+        {"type": "http", "name": "later", "description": "x", "execution": {"endpoint": "${global.base}/o"}},
+        "bash",
+    ]
+    doc = tmp_path / "tools.json"
+    doc.write_text(json.dumps({"id": "n1", "type": "ai/agent", "configuration": {"tools": tools}}))
+    r = cli("validate", str(doc))
+    assert r.returncode == 1
+    paths = [line.split(": ")[1] for line in r.stderr.strip().splitlines()]
+    at = "$.configuration.tools"
+    assert paths == [f"{at}[0].execution.endpoint", f"{at}[1].execution.endpoint",
+                     f"{at}[2].config.transport", f"{at}[3].name", f"{at}[4].targetId",
+                     f"{at}[5].config.function"]
+    assert "carrier-pigeon" in r.stderr and "teleport" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_validate_warns_on_unknown_fields_but_passes(tmp_path: Path) -> None:
     doc = tmp_path / "a.json"
     doc.write_text(json.dumps({"systemPrompt": "x", "futureField": 1}))

@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from chainreact.errors import ConfigError
+from chainreact.flows import Flow
+
 from .test_engine import USER, support_flow, turn
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -84,3 +89,21 @@ def test_validate_reports_every_flow_problem_and_schema_prints(tmp_path: Path) -
     assert r.returncode == 0
     schema = json.loads(r.stdout)
     assert schema["title"] == "chainreact flow" and "AIAgentNode" in json.dumps(schema)
+
+
+def test_an_agent_nodes_tools_are_parsed_at_load_with_their_paths(tmp_path: Path) -> None:
+    doc = support_flow("http://127.0.0.1:9/v1")
+    node = next(i for i, n in enumerate(doc["nodes"]) if n["type"] == "aiagent")
+    doc["nodes"][node]["tools"] = [
+        {"name": "lookup", "description": "Find an order."},  # standard (no type), without execution
+        {"name": "later", "description": "x", "execution": {"endpoint": "${global.base}/orders"}},
+    ]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(doc))
+    r = cli("validate", str(path))
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        f"{path}: $.nodes[{node}].tools[0].execution.endpoint: required"]
+    with pytest.raises(ConfigError) as e:  # a flow that would fail mid-conversation does not load
+        Flow.load(path)
+    assert e.value.errors == [(f"$.nodes[{node}].tools[0].execution.endpoint", "required")]

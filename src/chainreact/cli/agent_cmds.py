@@ -72,6 +72,13 @@ def _validate_one(path: str) -> str:
         if issubclass(w.category, UnknownFieldWarning):
             print(f"warning: {w.message}", file=sys.stderr)
     cfg = doc.config
+    from ..errors import ConfigError
+    from ..tools.check import descriptor_problems
+
+    problems = descriptor_problems(cfg.tools, "$.configuration.tools")
+    if problems:
+        raise ConfigError(f"{source}: {len(problems)} problem(s) in the tools", source=source,
+                          errors=problems)
     target = cfg.url or "the embedded local model"
     return f"agent {doc.name!r}, {len(cfg.tools)} tool(s), model endpoint: {target}"
 

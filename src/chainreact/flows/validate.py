@@ -202,6 +202,19 @@ def _semantic_errors(data: dict[str, Any], base_dir: Path | None = None) -> list
     return errors
 
 
+def _tool_errors(flow: FlowDef) -> list[tuple[str, str]]:
+    """The agent nodes' tool descriptors, parsed as their turns would (an HTTP tool without `execution`,
+    a bad MCP config...), so such a flow fails to load rather than in the middle of a conversation."""
+    from ..tools.check import descriptor_problems
+
+    errors: list[tuple[str, str]] = []
+    for i, node in enumerate(flow.nodes):
+        tools = getattr(node, "tools", None)
+        if tools:
+            errors.extend(descriptor_problems([t.descriptor() for t in tools], f"$.nodes[{i}].tools"))
+    return errors
+
+
 def load_flow(data: Any, *, source: str | None = None) -> FlowDef:
     """The flow of a parsed document, or ConfigError whose `errors` lists every (JSON path, message)."""
     where = source or "<flow>"
@@ -216,6 +229,8 @@ def load_flow(data: Any, *, source: str | None = None) -> FlowDef:
         errors.extend(_shape_errors(e))
     # agentFile is checked against the disk only when the document's place is known.
     errors.extend(_semantic_errors(data, Path(source).parent if source and Path(source).is_file() else None))
+    if flow is not None:
+        errors.extend(_tool_errors(flow))
     if errors or flow is None:
         lines = "\n".join(f"  {p}: {m}" for p, m in errors)
         raise ConfigError(f"{where}: invalid flow ({len(errors)} problem(s)):\n{lines}", source=source,
