@@ -1,10 +1,11 @@
 """ChatModelAgent extension points: a custom model input, a streaming tool, deferred tools found through
-tool search, an exit tool, OutputKey, and retry/failover callbacks. Runs offline against the scripted server.
+tool search (and a before_agent middleware listing one of them up front for one run), an exit tool, OutputKey,
+and retry/failover callbacks. Runs offline against the scripted server.
 """
 
 import asyncio
 
-from chainreact.agent import Agent, streaming_tool
+from chainreact.agent import Agent, AgentContext, Middleware, streaming_tool
 from chainreact.testing import FakeLLM
 from chainreact.tools import tool
 
@@ -30,6 +31,15 @@ def convert_currency(amount: float, to: str) -> str:
     return f"{amount} {to}"
 
 
+class CurrencyUpFront(Middleware):
+    """BeforeAgent changing the tool search: a run that asks about money gets convert_currency listed up
+    front (no tool_search round trip for it); the agent's own configuration stays as it is."""
+
+    async def before_agent(self, ctx: AgentContext) -> None:
+        if "EUR" in str(ctx.input):
+            ctx.undefer(["convert_currency"])
+
+
 def model_input(instruction: str, data: dict) -> list[dict]:
     """GenModelInput: our own conversion of instruction + input into model messages."""
     return [{"role": "system", "content": f"{instruction} (ticket {data['ticket']})"},
@@ -53,6 +63,7 @@ async def main() -> None:
             tools=[deploy], deferred_tools=[get_weather, convert_currency], exit_tool=True,
             gen_model_input=model_input, output_key="last_answer",
             should_retry=lambda error: error.status in (429, 503),  # retry only these
+            middleware=[CurrencyUpFront()],
         )
         async for ev in agent.stream({"ticket": "T-7", "ask": "Deploy api, then check the weather in Lyon."},
                                      session_values=session):
@@ -68,6 +79,10 @@ async def main() -> None:
         last = server.chat_requests[-1].body
         print("tools in the last request:", [t["function"]["name"] for t in last["tools"]])
         print("session values:", session)
+        server.add_turns([{"text": "100 EUR is about 108 USD."}])
+        await agent.run({"ticket": "T-8", "ask": "How much is 100 EUR in USD?"})
+        first = server.chat_requests[-1].body
+        print("tools for the EUR run:", [t["function"]["name"] for t in first["tools"]])
 
 
 if __name__ == "__main__":

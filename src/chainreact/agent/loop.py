@@ -54,7 +54,7 @@ from .interrupt import ANSWER, Checkpoint, Interruption, Question, Resume, ToolI
 from .middleware import AgentContext, RunState
 from .plan import RunPlan
 from .result import RunResult
-from .special_tools import LoadTools
+from .special_tools import LoadTools, settle_tool_search
 from .streaming import is_streaming
 from .think import ThinkSplitter, split_think
 from .tool_exec import CallOutcome, ToolRunner
@@ -135,7 +135,7 @@ class ReactLoop:
             yield self._ev(RunStart(input=data))
             ctx = AgentContext(instruction=plan.instruction, tools=list(plan.tools),
                                return_directly=set(plan.return_directly), input=data, agent=plan.agent,
-                               run_id=self.run_id)
+                               run_id=self.run_id, deferred=list(plan.deferred_tools))
             for m in plan.middleware.before_agent:
                 await m.before_agent(ctx)
             if resume is not None:
@@ -145,13 +145,14 @@ class ReactLoop:
                 messages = build_messages(data, ctx.instruction, plan.preset, plan.system_hook)
             else:
                 messages = await gen_messages(plan.gen_model_input, ctx.instruction, data)
+            tools = settle_tool_search(ctx.tools, ctx.deferred, plan.deferred_tools)
             state = self.state = RunState(
                 messages=messages,
-                tool_specs=[t.spec() for t in ctx.tools],
-                tools={t.name: t for t in ctx.tools},
+                tool_specs=[t.spec() for t in tools],
+                tools={t.name: t for t in tools},
                 return_directly=ctx.return_directly,
                 run_id=self.run_id,
-                deferred={t.name: t for t in plan.deferred_tools},
+                deferred={t.name: t for t in ctx.deferred},
             )
             async for ev in self._steps(state, resume):
                 yield ev

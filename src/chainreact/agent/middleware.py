@@ -3,6 +3,7 @@
 Hook points (from the ChatModelAgent design):
 
     before_agent    once per run, before anything else; may change instruction, tools, return_directly
+                    and the deferred tools (the loop then adds, rebuilds or drops `tool_search`)
     before_model    before every model call; may rewrite state.messages / state.tool_specs (persisted)
     wrap_model      wraps ONE attempt against ONE endpoint (inside failover and retry)
     after_model     after every model call; may rewrite state.messages (the response is already appended)
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -48,7 +49,8 @@ StreamToolFn = Callable[[dict[str, Any]], AsyncIterator[str | ToolOutput]]
 
 @dataclass
 class AgentContext:
-    """What before_agent may change for this run."""
+    """What before_agent may change for this run (the agent's configuration is not touched: the next run
+    starts from it again)."""
 
     instruction: str
     tools: list[Tool]
@@ -56,6 +58,18 @@ class AgentContext:
     input: Any = None
     agent: str = ""  # the agent's name (read-only: tracing names its span after it)
     run_id: str = ""
+    # The tools found through `tool_search` instead of being listed up front. When the hooks leave a
+    # different list than the agent's, the loop gives the run a `tool_search` over exactly this list, or
+    # none when it is empty (special_tools.settle_tool_search).
+    deferred: list[Tool] = field(default_factory=list)
+
+    def undefer(self, names: Iterable[str] | None = None) -> None:
+        """List deferred tools up front (all of them by default): they move from `deferred` to `tools`."""
+        wanted = None if names is None else set(names)
+        moving = [t for t in self.deferred if wanted is None or t.name in wanted]
+        self.deferred = [t for t in self.deferred if wanted is not None and t.name not in wanted]
+        have = {t.name for t in self.tools}
+        self.tools = [*self.tools, *(t for t in moving if t.name not in have)]
 
 
 @dataclass

@@ -77,3 +77,18 @@ def search_tools(tools: Sequence[Tool], query: str, limit: int) -> list[Tool]:
         if score:
             scored.append((-score, i, t))
     return [t for _, _, t in sorted(scored, key=lambda s: (s[0], s[1]))[:limit]]
+
+
+def settle_tool_search(tools: Sequence[Tool], deferred: Sequence[Tool],
+                       planned: Sequence[Tool]) -> list[Tool]:
+    """The run's tools once before_agent has run: unchanged if the deferred tools are the agent's (by
+    name, in order); otherwise the `tool_search` tool is replaced by one over `deferred` (in its place, or
+    last if there was none), or dropped when `deferred` is empty."""
+    if [t.name for t in deferred] == [t.name for t in planned]:
+        return list(tools)
+    old = next((i for i, t in enumerate(tools) if t.name == ToolSearchTool.name), None)
+    out = [t for t in tools if t.name != ToolSearchTool.name]
+    if deferred:
+        limit = getattr(tools[old], "limit", 5) if old is not None else 5
+        out.insert(len(out) if old is None else old, ToolSearchTool(deferred, limit))
+    return out

@@ -32,6 +32,7 @@ from ..agent.agent import Agent
 from ..agent.inputs import build_messages, gen_messages
 from ..agent.interrupt import ANSWER
 from ..agent.plan import RunPlan
+from ..agent.special_tools import ToolSearchTool
 from ..errors import ModelError
 from ..tools.base import Tool, ToolContext
 from ..types import Event, Message, ReasoningChunk, TextChunk, ToolCall
@@ -270,6 +271,9 @@ class AgentActivities:
         for d in req.get("publish") or ():
             pub.add(d)
         tool = self.host.tool(plan, call.name)
+        if req.get("search") is not None:  # a tool_search over the run's deferred tools, not the agent's
+            found = (self.host.tool(plan, n) for n in req["search"]["tools"])
+            tool = ToolSearchTool([t for t in found if t is not None], int(req["search"]["limit"]))
         if tool is None:  # the document changed under a run in flight (docs/durable.md, "Versioning")
             await pub.flush()
             return {"content": f"Error: tool {call.name!r} is not available on this worker", "is_error": True}

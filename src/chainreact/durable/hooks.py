@@ -2,8 +2,8 @@
 
     "workflow"  (default) the hook runs in the workflow code, replayed with it: deterministic, no I/O
     "activity"  the hook runs in the worker, in the activity `chainreact.agent.hook`: it may do I/O; what
-                it changes (the run state, the instruction, the tool list) comes back to the workflow
-                and is recorded in the history, so a replay does not run it again
+                it changes (the run state, the instruction, the tool list, the deferred tools) comes back to
+                the workflow and is recorded in the history, so a replay does not run it again
     "worker"    left out of durable runs (hooks that trace or time one process)
 
 An activity hook sees the run state as data: messages, tool specs, the tools by name (the worker's own
@@ -85,10 +85,13 @@ class ActivityHooks(Middleware):
     async def before_agent(self, ctx: AgentContext) -> None:
         out = await self._run("before_agent", ctx={
             "instruction": ctx.instruction, "tools": [t.name for t in ctx.tools],
-            "return_directly": sorted(ctx.return_directly), "input": ctx.input, "run_id": ctx.run_id})
+            "return_directly": sorted(ctx.return_directly), "input": ctx.input, "run_id": ctx.run_id,
+            "deferred": [t.name for t in ctx.deferred]})
         ctx.instruction = out["instruction"]
         ctx.tools = [self.tools[n] for n in out["tools"] if n in self.tools]
         ctx.return_directly = set(out["return_directly"])
+        if "deferred" in out:  # absent in histories recorded before before_agent could change it
+            ctx.deferred = [self.tools[n] for n in out["deferred"] if n in self.tools]
 
     async def before_model(self, state: RunState) -> None:
         apply_state(state, await self._run("before_model", state=state_to_dict(state)), self.tools)
@@ -139,10 +142,11 @@ async def run_hook(m: Middleware, tools: Mapping[str, Tool], agent: str, req: JS
         c = req["ctx"]
         ctx = AgentContext(instruction=c["instruction"], tools=[tools[n] for n in c["tools"] if n in tools],
                            return_directly=set(c["return_directly"]), input=c.get("input"), agent=agent,
-                           run_id=c.get("run_id", ""))
+                           run_id=c.get("run_id", ""),
+                           deferred=[tools[n] for n in c.get("deferred") or () if n in tools])
         await m.before_agent(ctx)
         return {"instruction": ctx.instruction, "tools": [t.name for t in ctx.tools],
-                "return_directly": sorted(ctx.return_directly)}
+                "return_directly": sorted(ctx.return_directly), "deferred": [t.name for t in ctx.deferred]}
     state = state_from_dict(req["state"], tools) if req.get("state") is not None else None
     if hook in ("before_model", "after_model"):
         assert state is not None

@@ -31,6 +31,7 @@ from ..agent.interrupt import ANSWER, Checkpoint, Resume
 from ..agent.loop import ReactLoop
 from ..agent.plan import Detection, Limits, RunPlan
 from ..agent.result import RunResult
+from ..agent.special_tools import ToolSearchTool
 from ..errors import ModelError
 from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import Cancelled, Event, Message, StreamItem, ToolCall
@@ -284,6 +285,8 @@ class AgentWorkflow:
             req["answer"] = ctx.state[ANSWER]
         if getattr(tool, "full_history", False):
             req["history"] = messages_to_list(ctx.messages)
+        if isinstance(tool, ToolSearchTool):  # the run's own (before_agent changed the deferred tools)
+            req["search"] = {"tools": [t.name for t in tool.deferred], "limit": tool.limit}
         try:
             res = await workflow.execute_activity("chainreact.agent.tool", req,
                                                   **tool_activity_options(tool.timeout, self.opts))
