@@ -278,3 +278,20 @@ async def test_sessions_in_a_state_store_accumulate_each_turn_once(tmp_path: Pat
     assert last == [("system", "sys"), ("user", "q1"), ("assistant", "one"), ("user", "q2"),
                     ("assistant", "two"), ("user", "q3")]
     assert [(m.role, m.content) for m in stored] == [*last[1:], ("assistant", "three")]
+
+
+def test_an_agent_nodes_tools_are_parsed_when_the_chain_loads() -> None:
+    import pytest
+
+    from chainreact.chains import ChainLoadError
+
+    config = {"url": "http://127.0.0.1:9/v1", "model": "m",
+              "tools": ["bash", {"type": "http", "name": "orders", "description": "x"},
+                        {"type": "rulechain", "name": "double"},
+                        {"type": "rulechain", "name": "later", "targetId": "${metadata.target}"}]}
+    with pytest.raises(ChainLoadError) as e:
+        RuleEngine().load(agent_chain(config))
+    assert [path for path, _ in e.value.errors or []] == [
+        "$.metadata.nodes[0].configuration.tools[1].execution.endpoint",
+        "$.metadata.nodes[0].configuration.tools[2].targetId"]
+    assert "a 'rulechain' tool needs a targetId" in str(e.value)

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import ConfigError
 from .aspects import Aspect, with_global
 from .catalog import builtin_components
 from .components.base import Component
@@ -91,6 +92,10 @@ class Chain:
                 for err in e.errors():
                     loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
                     errors.append((f"$.metadata.nodes[{i}].configuration{loc}", f"{err['msg']} ({nd.type})"))
+            except ConfigError as e:  # a component's own check, with paths inside its configuration
+                at = f"$.metadata.nodes[{i}].configuration"
+                errors.extend((at + path.removeprefix("$"), f"{msg} ({nd.type})")
+                              for path, msg in e.errors or [("$", str(e))])
             except (ValueError, TypeError, LookupError) as e:
                 errors.append((f"$.metadata.nodes[{i}].configuration", f"{nd.type}: {e}"))
         for c in definition.metadata.connections or []:

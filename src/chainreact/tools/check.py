@@ -78,7 +78,7 @@ def _check(d: dict[str, Any], at: str) -> None:
 
         if not d.get("targetId"):
             what = "another agent document's id" if kind == "agent" else "the rule chain to run"
-            msg = f"an {kind!r} tool needs a targetId naming {what}"
+            msg = f"{'an' if kind == 'agent' else 'a'} {kind!r} tool needs a targetId naming {what}"
             raise ConfigError(f"{at}.targetId: {msg}", errors=[(f"{at}.targetId", msg)])
         validate_part(AgentToolOptions if kind == "agent" else RuleChainToolOptions, config, f"{at}.config")
 

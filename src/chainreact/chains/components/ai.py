@@ -84,6 +84,14 @@ class AgentNode(Component):
 
         raw = self.config.model_dump()
         self.agent_config = AgentConfig.model_validate(raw)  # pydantic errors name the field
+        # Tools parsed as a run would (an HTTP tool without its endpoint...): the chain fails to load,
+        # rather than its first message.
+        from ...errors import ConfigError
+        from ...tools.check import descriptor_problems
+
+        problems = descriptor_problems(self.agent_config.tools, "$.tools")
+        if problems:
+            raise ConfigError(f"{len(problems)} problem(s) in the tools", errors=problems)
         self._agents: dict[tuple[str, str], Agent] = {}
 
     # one Agent per (session_model, session_extra_fields): tools and HTTP pools are shared per variant
