@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -38,11 +36,11 @@ from typing import Any
 from ...errors import ToolError
 from ..base import ToolOutput
 from .config import MCPServerConfig
+from .diagnostics import StderrTail, describe, hint, is_session_loss, leaf, route_sdk_logs, stderr_tail
 from .results import map_result, to_wire
 
 log = logging.getLogger("chainreact.tools.mcp")
 
-_CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses for a closed transport
 _STOP_GRACE = 10.0  # seconds a stopping owner gets to close its transport before it is cancelled
 PROBE_TIMEOUT = 5.0  # seconds a server gets to answer a ping after a call of it timed out
 
@@ -54,7 +52,7 @@ class _SessionLost(Exception):
     def __init__(self, cause: BaseException | None, *, sent: bool = False):
         self.cause = cause
         self.sent = sent
-        super().__init__(_describe(cause) if cause else "connection closed")
+        super().__init__(describe(cause) if cause else "connection closed")
 
 
 class _CallTimeout(Exception):
@@ -90,7 +88,7 @@ class _Owner:
     running: set[_Job] = field(default_factory=set)
     closed: bool = False
     error: BaseException | None = None
-    stderr: _StderrTail | None = None
+    stderr: StderrTail | None = None
     http_status: int | None = None  # last HTTP error status seen (401/403 explain a failed connect)
     # HTTP 404 to a request carrying Mcp-Session-Id: the server forgot the session (restart, expiry).
     # The spec says to start a new session; the SDK only shows the server's JSON-RPC error, so track it here.
@@ -163,7 +161,7 @@ class _Owner:
             self.error = self.error or ConnectionAbortedError("closed")
             raise
         except BaseException as e:
-            self.error = _leaf(e)
+            self.error = leaf(e)
             log.debug("MCP server %r: session ended: %r", self.backend.cfg.name, self.error)
         finally:
             self.closed = True
@@ -209,7 +207,7 @@ class _Owner:
                     # An expired HTTP session refused the request (404), or the server could not be
                     # reached: it never ran.
                     expired = self.session_expired and hasattr(e, "error")
-                    lost = _is_session_loss(e) or expired
+                    lost = is_session_loss(e) or expired
                     unsent = expired or self.unreachable
                     _resolve(job.future, exc=_SessionLost(e, sent=not unsent) if lost else e)
                 else:
@@ -366,7 +364,7 @@ class SessionBackend:
             except ToolError:
                 raise
             except Exception as e:
-                raise ToolError(f"MCP server {self.cfg.name!r}: {what} failed: {_describe(e)}") from e
+                raise ToolError(f"MCP server {self.cfg.name!r}: {what} failed: {describe(e)}") from e
         raise ToolError(
             f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): the session was lost while {what} "
             f"and again after re-initialising: {last}"
@@ -408,7 +406,7 @@ class SessionBackend:
             await self._discard(owner)
             raise ToolError(
                 f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): no answer to initialize within "
-                f"{self.cfg.list_timeout:g} s (config.listTimeout)" + _tail(owner)
+                f"{self.cfg.list_timeout:g} s (config.listTimeout)" + stderr_tail(owner)
             ) from None
         except _Closed:
             raise ToolError(f"MCP server {self.cfg.name!r} was closed while connecting") from None
@@ -416,8 +414,8 @@ class SessionBackend:
             await self._discard(owner)
             raise ToolError(
                 f"MCP server {self.cfg.name!r} ({self.cfg.describe()}): could not connect: {e}"
-                + _hint(self.cfg, e.cause, owner.http_status)
-                + _tail(owner)
+                + hint(self.cfg, e.cause, owner.http_status)
+                + stderr_tail(owner)
             ) from None
         return owner
 
@@ -437,7 +435,7 @@ class SessionBackend:
                 command=cfg.command, args=cfg.args, env=cfg.env or None, cwd=cfg.cwd,
                 encoding_error_handler="replace",  # invalid UTF-8 must not kill the reader (and the session)
             )
-            owner.stderr = _StderrTail(cfg.name)
+            owner.stderr = StderrTail(cfg.name)
             streams = await stack.enter_async_context(stdio_client(params, errlog=owner.stderr.writer()))
             owner.stderr.spawned()
             return streams
@@ -488,124 +486,6 @@ class SessionBackend:
         )
 
 
-class _StderrTail:
-    """The stdio server's stderr: logged at DEBUG and the last lines kept for error messages."""
-
-    def __init__(self, name: str, keep: int = 20):
-        self.name = name
-        self.lines: deque[str] = deque(maxlen=keep)
-        self._partial = b""
-        r, w = os.pipe()
-        self._w: Any = os.fdopen(w, "w")
-        self._transport: asyncio.ReadTransport | None = None
-        loop = asyncio.get_running_loop()
-        tail = self
-
-        class _Proto(asyncio.Protocol):
-            def data_received(self, data: bytes) -> None:
-                tail._feed(data)
-
-        self._rfile = os.fdopen(r, "rb", buffering=0)
-        # connect_read_pipe is scheduled now and completes at the next loop iteration.
-        self._connecting = loop.create_task(loop.connect_read_pipe(_Proto, self._rfile))
-        self._connecting.add_done_callback(self._connected)
-
-    def _connected(self, fut: asyncio.Future[Any]) -> None:
-        if not fut.cancelled() and fut.exception() is None:
-            self._transport = fut.result()[0]
-
-    def writer(self) -> Any:
-        return self._w
-
-    def spawned(self) -> None:
-        # The child holds its own copy; closing ours lets the pipe reach EOF when the child exits.
-        self._w.close()
-
-    def _feed(self, data: bytes) -> None:
-        *lines, self._partial = (self._partial + data).split(b"\n")
-        if len(self._partial) > 8192:  # a line without end must not grow forever
-            lines.append(self._partial)
-            self._partial = b""
-        for raw in lines:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                self.lines.append(line)
-                log.debug("[%s stderr] %s", self.name, line)
-
-    def close(self) -> None:
-        """Read what is left in the pipe (a dying server's last words), then release it."""
-        if not self._w.closed:
-            self._w.close()
-        if self._transport is None and self._connecting.done():
-            self._connected(self._connecting)
-        else:
-            self._connecting.cancel()
-        try:
-            fd = self._rfile.fileno()
-            os.set_blocking(fd, False)
-            while data := os.read(fd, 65536):
-                self._feed(data)
-        except (OSError, ValueError):  # EAGAIN (a live grandchild holds the pipe) or already closed
-            pass
-        if self._partial:
-            self._feed(b"\n")
-        if self._transport is not None:
-            self._transport.close()
-        else:
-            self._rfile.close()
-
-
-def _tail(owner: _Owner) -> str:
-    if owner.stderr is None or not owner.stderr.lines:
-        return ""
-    return "\nserver stderr (last lines):\n  " + "\n  ".join(owner.stderr.lines)
-
-
-def _hint(cfg: MCPServerConfig, cause: BaseException | None, http_status: int | None) -> str:
-    if cfg.transport == "stdio":
-        if isinstance(cause, FileNotFoundError):
-            return f"; check config.command ({cfg.command!r} was not found on PATH)"
-        return "; check config.command/args and the server's stderr"
-    if http_status in (401, 403):
-        return f"; the server rejected the credentials (HTTP {http_status}): check auth / headers"
-    if http_status is not None:
-        return f"; the server answered HTTP {http_status}: check the url"
-    return "; check the url and that the server is running"
-
-
-def _is_session_loss(e: BaseException) -> bool:
-    import anyio
-
-    if isinstance(
-        e, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | ConnectionError
-    ):
-        return True
-    err = getattr(e, "error", None)
-    code = getattr(err, "code", None)
-    message = str(getattr(err, "message", "") or "")
-    return code == _CONNECTION_CLOSED or "session terminated" in message.lower()
-
-
-def _leaf(e: BaseException) -> BaseException:
-    """The first real error inside (nested) exception groups from anyio task groups."""
-    while isinstance(e, BaseExceptionGroup) and e.exceptions:
-        e = e.exceptions[0]
-    return e
-
-
-def _describe(e: BaseException) -> str:
-    e = _leaf(e)
-    err = getattr(e, "error", None)
-    if err is not None and getattr(err, "message", None):
-        return f"{err.message} (MCP error {getattr(err, 'code', '?')})"
-    response = getattr(e, "response", None)
-    status = getattr(response, "status_code", None)
-    text = str(e) or type(e).__name__
-    if status is not None and str(status) not in text:
-        text = f"HTTP {status}: {text}"
-    return f"{type(e).__name__}: {text}" if type(e).__name__ not in text else text
-
-
 def _resolve(fut: asyncio.Future[Any], *, result: Any = None, exc: BaseException | None = None) -> None:
     if fut.done():
         return
@@ -613,46 +493,3 @@ def _resolve(fut: asyncio.Future[Any], *, result: Any = None, exc: BaseException
         fut.set_exception(exc)
     else:
         fut.set_result(result)
-
-
-class _SdkLogRouter(logging.Handler):
-    """The SDK's log records, into `chainreact.tools.mcp`: the first of each kind (logger and message) as
-    one WARNING line without traceback, every repeat (and the tracebacks) at DEBUG."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.seen: set[tuple[str, str]] = set()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            key = (record.name, str(record.msg))
-            first = key not in self.seen
-            if first and len(self.seen) < 1000:
-                self.seen.add(key)
-            exc = record.exc_info[1] if record.exc_info else None
-            detail = ""
-            if exc is not None:
-                text = str(exc).strip().splitlines()
-                detail = f" ({type(exc).__name__}: {text[0] if text else ''})"
-            if first and record.levelno >= logging.WARNING:
-                log.warning("MCP SDK %s: %s%s [repeats are logged at DEBUG]", record.name,
-                            record.getMessage(), detail)
-            elif log.isEnabledFor(logging.DEBUG):
-                log.debug("MCP SDK %s: %s", record.name, record.getMessage(), exc_info=record.exc_info)
-        except Exception:  # a log handler must never raise
-            self.handleError(record)
-
-
-_router: _SdkLogRouter | None = None
-
-
-def route_sdk_logs() -> None:
-    """Install the router on the SDK's `mcp` logger once, unless the application configured that logger
-    itself (then its handlers decide)."""
-    global _router
-    sdk = logging.getLogger("mcp")
-    if _router is not None or sdk.handlers:
-        return
-    _router = _SdkLogRouter()
-    sdk.addHandler(_router)
-    sdk.propagate = False
