@@ -12,7 +12,8 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,7 +235,7 @@ class ModelClient:
         on_event: Callable[[ClientEvent], None] | None = None,
         wrap: Callable[[ModelFn], ModelFn] | None = None,
         params_override: dict[str, Any] | None = None,
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """One model call. With stream=True: TextChunk / ReasoningChunk / ToolCallChunk items as they
         arrive, then the complete ModelResponse; with stream=False only the ModelResponse.
 
@@ -265,16 +266,19 @@ class ModelClient:
                 is_primary = spec is primary
                 delivered = False
                 try:
-                    async for item in self._endpoint_call(spec, messages, tools, tool_choice, stream,
-                                                          params_override, wrap, report):
-                        if isinstance(item, ModelResponse):
-                            if is_primary and breaker is not None:
-                                verdict = True
-                                self._breaker_event(breaker, primary, breaker.success(probe), report)
+                    # aclosing: the endpoint's generator is left at its response; closed here, not by the
+                    # GC (whose finalizer hook costs a loop wake-up and a task per call).
+                    async with aclosing(self._endpoint_call(spec, messages, tools, tool_choice, stream,
+                                                            params_override, wrap, report)) as items:
+                        async for item in items:
+                            if isinstance(item, ModelResponse):
+                                if is_primary and breaker is not None:
+                                    verdict = True
+                                    self._breaker_event(breaker, primary, breaker.success(probe), report)
+                                yield item
+                                return
+                            delivered = True
                             yield item
-                            return
-                        delivered = True
-                        yield item
                 except ModelError as e:
                     down = self._down(e)
                     if is_primary and breaker is not None and not delivered:
@@ -315,7 +319,7 @@ class ModelClient:
         params_override: dict[str, Any] | None,
         wrap: Callable[[ModelFn], ModelFn] | None,
         report: Callable[[ClientEvent], None],
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """One endpoint with its retries, inside its own `timeouts.total` budget."""
         req = self._request(spec, messages, tools, tool_choice, stream, params_override)
         fn: ModelFn = self._http(spec).attempt
@@ -347,7 +351,7 @@ class ModelClient:
                 target = await target
             if target is None:
                 break
-            items: AsyncIterator[StreamItem]
+            items: AsyncGenerator[StreamItem, None]
             if isinstance(target, ModelClient):
                 name = target.endpoints[0].url
                 items = target.call(messages, tools, stream=stream, tool_choice=tool_choice,
@@ -362,12 +366,13 @@ class ModelClient:
             report(FailoverEvent(from_endpoint=last_url, to_endpoint=name, error=str(last)))
             delivered = False
             try:
-                async for item in items:
-                    if isinstance(item, ModelResponse):
+                async with aclosing(items):
+                    async for item in items:
+                        if isinstance(item, ModelResponse):
+                            yield item
+                            return
+                        delivered = True
                         yield item
-                        return
-                    delivered = True
-                    yield item
             except ModelError as e:
                 errors.append((name, e))
                 if delivered or not self._down(e):

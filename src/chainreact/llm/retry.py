@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from chainreact.errors import ModelError
@@ -73,7 +73,7 @@ async def with_retries(
     should_retry: Callable[[ModelError], bool] | None = None,
     deadline: float | None = None,
     clock: Callable[[], float] | None = None,
-) -> AsyncIterator[StreamItem]:
+) -> AsyncGenerator[StreamItem, None]:
     """Run `fn` (one attempt) up to 1 + max_retries times; yield its items per the stream retry mode.
 
     should_retry(error) replaces the default decision (`error.retryable`) for each failed attempt.
