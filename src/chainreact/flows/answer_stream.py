@@ -10,7 +10,8 @@ token by token instead of as raw JSON; a node whose schema has no text field str
   node's answer text (`chainreact chat` prints them);
 - `text_deltas` turns such a stream into the default one (the agent's events mapped as without
   `agent_events`) plus `text_delta` events (`{"text"}`) whose texts never repeat one another, even when the
-  answer is asked again after failing validation (the server streams them to HTTP clients).
+  answer is asked again after failing validation (the server streams them to HTTP clients), and with
+  `keep_agent` the agent's own events as well.
 
 The turn's `message` event stays the authority: it comes after a node's deltas with the complete text.
 """
@@ -135,9 +136,12 @@ class AnswerText:
         return decoder.feed(ev.text) if decoder is not None else ""
 
 
-async def text_deltas(definition: Any, events: AsyncIterator[FlowEvent]) -> AsyncIterator[FlowEvent]:
+async def text_deltas(definition: Any, events: AsyncIterator[FlowEvent], *,
+                      keep_agent: bool = False) -> AsyncIterator[FlowEvent]:
     """A turn streamed with `agent_events=True` (`events`) as the default stream's events plus
     `text_delta` events (`{"text"}`) with the pieces of each agent node's answer text as they arrive.
+    `keep_agent`: each `agent` event is passed on too, after the `text_delta` it made and before its
+    flow form (the server maps its tool calls and results as it does an agent's).
 
     A node's deltas since its last `message` only ever extend what they gave before: when an answer
     starts over (asked again after failing validation, or after a tool call), its text is given from
@@ -165,6 +169,8 @@ async def text_deltas(definition: Any, events: AsyncIterator[FlowEvent]) -> Asyn
                 if len(text) > len(before) and text.startswith(before):
                     given[node] = text
                     yield FlowEvent("text_delta", ev.node, {"text": text[len(before):]})
+            if keep_agent:
+                yield ev
             mapped = from_agent_event(aev, node)
             if mapped is not None:
                 yield mapped

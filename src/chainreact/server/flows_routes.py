@@ -8,8 +8,10 @@ A turn answers as SSE (`event: <type>`, `id: <n>`, `data: <event JSON>`, one per
 `turn_end`; with `"deltas": true` in the body also `text_delta` events, `{"event", "node", "text"}`, the
 pieces of an agent node's message while the model writes it, before its `message`) unless the request
 sends `Accept: application/json` (without text/event-stream) or `"stream": false`: then one JSON object,
-the `chainreact flow send --json` form plus `session` and `events` (no deltas). The user: see
-server/flows_runtime.py (a login token wins over the body's `user`).
+the `chainreact flow send --json` form plus `session` and `events` (no deltas). The turn's tool calls are
+always among its events (`tool_call`, `tool_result`, the flow's form): this is not OpenAI's framing, and
+X-Stream-Protocol means nothing here (on /v1/chat/completions an agui client gets them as tool frames).
+The user: see server/flows_runtime.py (a login token wins over the body's `user`).
 """
 
 from __future__ import annotations

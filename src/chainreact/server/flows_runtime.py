@@ -21,7 +21,7 @@ from typing import Any
 from starlette.requests import Request
 
 from .context import ServerContext
-from .frames import Done, Failed, Frame, Text
+from .frames import Done, Failed, Frame, Text, tool_frame
 
 log = logging.getLogger("chainreact.server")
 
@@ -172,24 +172,32 @@ def last_user_text(body: Mapping[str, Any]) -> str | None:
 
 
 async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any], *,
-                      stream: bool = False) -> AsyncIterator[Frame]:
+                      stream: bool = False, tools: bool = False) -> AsyncIterator[Frame]:
     """One turn as frames: its messages as Text frames (each message after the first preceded by a blank
     line), then Done with all of them joined. `stream`: an agent node's message comes as the pieces of
     its text while the model writes it (flows.answer_stream.text_deltas), then whatever of the message
     they did not give; the pieces joined are the message. Only if they turn out not to be the message's
-    start (an answer asked again that changed) does the whole message follow them after a blank line."""
+    start (an answer asked again that changed) does the whole message follow them after a blank line.
+    `tools` (with `stream`; for X-Stream-Protocol: agui clients): the agent nodes' tool calls and results
+    as Tool frames too, where they happen among the text, made from the agent's events as an agent's own
+    stream makes them (frames.tool_frame), collaborators' calls included."""
     from ..flows.answer_stream import text_deltas
 
     parts: list[str] = []
     said = False  # some text went out: the next message starts with a blank line
     streamed: tuple[str | None, str] | None = None  # (node, its text given so far) while one streams
     if stream:
-        events = text_deltas(flow.definition, flow.stream(session, text, user=user, agent_events=True))
+        events = text_deltas(flow.definition, flow.stream(session, text, user=user, agent_events=True),
+                             keep_agent=tools)
     else:
         events = flow.stream(session, text, user=user)
     try:
         async for ev in events:
-            if ev.type == "text_delta":
+            if ev.type == "agent":  # only with `tools`
+                frame = tool_frame(ev.data["agent_event"])
+                if frame is not None:
+                    yield frame
+            elif ev.type == "text_delta":
                 piece = str(ev.data["text"])
                 if streamed is None or streamed[0] != ev.node:
                     streamed = (ev.node, "")

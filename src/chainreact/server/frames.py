@@ -126,6 +126,16 @@ def answer_event(e: Any) -> bool:
     return kind != _NO_FRAME and kind != _TOOL_CALL and kind != _TOOL_RESULT
 
 
+def tool_frame(e: Any) -> Tool | None:
+    """The Tool frame of agent event `e` when it is a tool call or result (as `event_frame` makes it for an
+    agent's agui stream), else None: for streams whose text comes from elsewhere (a flow's agent nodes,
+    whose model text is their JSON answer)."""
+    if answer_event(e):
+        return None
+    frame = event_frame(e, "")
+    return frame if isinstance(frame, Tool) else None
+
+
 # What each event class becomes, looked up by the event's exact type (a run streams ~40 events per request,
 # most of which have no frame): filled on first sight of a class, so subclasses are classified too.
 _NO_FRAME, _TEXT, _REASONING, _TOOL_CALL, _TOOL_RESULT, _FINAL, _CANCELLED, _INTERRUPTED = range(8)

@@ -9,7 +9,9 @@ conversation in that session (server/sessions.py `chain_session`).
 
 A flow gets the last user message as one turn of the session named by `user` (or `X-Session-Key`; none:
 a new session, whose key comes back in the `X-Session-Key` response header); the answer is the turn's
-messages (server/flows_runtime.py), streamed (`stream: true`) as the agent nodes write them.
+messages (server/flows_runtime.py), streamed (`stream: true`) as the agent nodes write them; an agui
+client (X-Stream-Protocol: agui) gets the agent nodes' tool calls and results among them as tool frames,
+as from an agent.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from starlette.routing import Route
 from .context import ServerContext, deny
 from .flows_runtime import FlowRuntime, flow_frames, flow_user, last_user_text, session_key
 from .frames import agent_frames, chain_dispatch, chain_frames
-from .openai_api import agent_input, error, parse_chat_request, respond
+from .openai_api import agent_input, agui, error, parse_chat_request, respond
 from .sessions import agent_chat, chain_session
 
 
@@ -59,7 +61,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             flow = await FlowRuntime.of(ctx).flow(ident)
             sid = session_key(request, body)
             user = flow_user(ctx, request, flow, None)
-            resp = await respond(request, flow_frames(flow, sid, text, user, stream=stream), ident, stream)
+            frames = flow_frames(flow, sid, text, user, stream=stream, tools=stream and agui(request))
+            resp = await respond(request, frames, ident, stream)
             resp.headers["X-Session-Key"] = sid
             return resp
         registry = ctx.extras.get("runs")

@@ -6,6 +6,8 @@
     POST /api/v1/rules/{id}/notify/{msgType}         run in the background, 200 at once
     POST /api/v1/rules/{id}/v1/chat/completions      an OpenAI chat request as message type chat.completions
                                                      (`user` / X-Session-Key: the session, server/sessions.py)
+                                                     answered as on /v1 (tool frames for agui clients);
+                                                     chains only (agents, flows: /v1/chat/completions)
 
 With a state store (`--state`), the chain engine's session store is that store: `sessionKey` metadata
 (the X-Session-Key header on execute/notify) keeps agent nodes' conversations across restarts.
