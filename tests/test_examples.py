@@ -67,6 +67,12 @@ EXPECTED = {
                             "as ann: Welcome back, gold member: your order ships today.",
                             "the model was told: The user: ann (gold tier)",
                             "MCP tools: ['helper', 'orders']", "MCP helper: The capital of France is Paris."],
+    "server_flow_agui.py": ["agui client:\n"
+                            """  tool: TOOL_CALL_START orderLookup {"orderId": "42"} path=['clerk']\n"""
+                            "  tool: TOOL_CALL_RESULT orderLookup "
+                            r'"{\"orderId\":\"42\",\"status\":\"shipped\"}" '
+                            "path=['clerk']\n  text: 'Or'",
+                            "plain client: 4 chunks, tool frames: 0"],
     "server_flow_stream.py": ["openai: 11 chunks, first 'Your'",
                               "openai text: Your parcel left the depot this morning and arrives before noon.",
                               "sse: 10 text_delta events, then the message: You can change the address",
