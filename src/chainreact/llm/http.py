@@ -286,6 +286,9 @@ class HttpEndpoint:
                         "Accept-Encoding": ACCEPT_ENCODING}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
+        # Parsed once, not per request (httpx copies both into each request; neither changes after this).
+        self._chat = httpx.URL(self.chat_url)
+        self._headers = httpx.Headers(self.headers)
         self._http: _Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -308,7 +311,7 @@ class HttpEndpoint:
         """POST, following at most a few 307/308 redirects, and only within the endpoint's origin: the
         request carries the key and the conversation, so another origin is refused, and 301/302/303
         (which would turn the POST into a GET) too."""
-        url = httpx.URL(self.chat_url)
+        url = self._chat
         for _ in range(_MAX_REDIRECTS + 1):
             timeout: Any = httpx.USE_CLIENT_DEFAULT
             if end is not None:
@@ -318,7 +321,7 @@ class HttpEndpoint:
                 if left < self.timeouts.read:
                     timeout = httpx.Timeout(left, connect=min(self.timeouts.connect, left))
             try:
-                resp = await http.send(http.build_request("POST", url, content=payload, headers=self.headers,
+                resp = await http.send(http.build_request("POST", url, content=payload, headers=self._headers,
                                                           timeout=timeout), stream=True)
             except httpx.TimeoutException as e:
                 if end is not None and loop.time() >= end - 0.001:
