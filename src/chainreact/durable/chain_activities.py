@@ -8,6 +8,8 @@
                             agent activities' events), and marked `logged` in what it returns
     chainreact.chain.agent_input / agent_save   an agent node's session history, loaded before and saved
                             after its child agent workflow (metadata sessionKey)
+    chainreact.chain.publish   the run's end in the store (chain_end.py): its frames log closed, and the
+                            end of a runs API run that no server follows any more
 
 A `ChainHost` is an AgentHost (it may serve agents too) over a RuleEngine holding the loaded chains; it
 also serves each `ai/agent` node's Agent under a derived name (chain_plan.agent_key), so the node can run
@@ -136,7 +138,7 @@ class ChainActivities:
         self.host = host
 
     def activities(self) -> list[Any]:
-        return [self.plan, self.node, self.agent_input, self.agent_save]
+        return [self.plan, self.node, self.agent_input, self.agent_save, self.publish]
 
     @activity.defn(name="chainreact.chain.plan")
     async def plan(self, req: JSON) -> JSON:
@@ -201,3 +203,13 @@ class ChainActivities:
         """What the agent node's child run added to its session's conversation."""
         await self._agent_node(req).save_history(dict(req["meta"]), messages_from_list(req["messages"]),
                                                  int(req.get("history") or 0))
+
+    @activity.defn(name="chainreact.chain.publish")
+    async def publish(self, req: JSON) -> None:
+        """The run's end in the store: its frames log closed; its record's end written when no server
+        follows the run any more, else left for the following server (chain_end.py)."""
+        from .chain_end import finish
+
+        if self.host.store is not None:
+            await finish(self.host.store, req["run_id"], req["end"], record=bool(req.get("record")),
+                         streamed=bool(req.get("stream")))

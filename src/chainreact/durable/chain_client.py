@@ -47,11 +47,12 @@ class DurableChain(DurableTarget):
         self.timeout = timeout  # the message timeout (seconds); None: the worker engine's
 
     async def start(self, msg: RuleMsg | str, *, run_id: str | None = None, timeout: float | None = None,
-                    stream: bool = False) -> DurableChainRun:
+                    stream: bool = False, record: bool = False) -> DurableChainRun:
         """Start a run (a workflow whose id is the run id) and return its handle at once. A string is the
         data of a TEXT message. `stream`: the workers append the Stream frames to their state store's log
         as the nodes tell them (read them with `DurableChainRun.stream`), instead of returning them with
-        the result."""
+        the result. `record`: `run_id` has a run record in the workers' store (the runs API's), whose end
+        the workflow writes when no server follows the run any more (chain_end.py)."""
         from .chain_workflow import CHAIN_WORKFLOW
 
         if isinstance(msg, str):
@@ -60,7 +61,7 @@ class DurableChain(DurableTarget):
         rid = run_id or f"{self.chain_id}-{uuid.uuid4().hex[:16]}"
         limit = timeout if timeout is not None else self.timeout
         req: JSON = {"chain": self.chain_id, "msg": msg.to_dict(), "timeout": limit,
-                     "options": self.options.to_dict(), "stream": stream}
+                     "options": self.options.to_dict(), "stream": stream, "record": record}
         handle = await client.start_workflow(CHAIN_WORKFLOW, req, id=rid, task_queue=self.task_queue)
         return DurableChainRun(handle, rid)
 

@@ -126,3 +126,25 @@ def chain_snapshot(engine: RuleEngine, chain: Chain) -> JSON:
         "timeout": engine.timeout,
         "version": version,
     }
+
+
+def chain_outcome(ends: Any) -> JSON:
+    """A run's end for its record (chain_end.py), from its ended branches, as the server reads them
+    (server/frames.py chain_frames): the first Success without error is the answer, else the run failed."""
+    from ..chains.msg import FAILURE, SUCCESS
+
+    ok = next((e for e in ends if e.relation == SUCCESS and not e.error), None)
+    if ok is not None:
+        md = ok.msg.metadata
+        usage = {k: _int(md.get(k)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        return {"status": "done", "content": ok.msg.data, "usage": usage}
+    bad = next((e for e in ends if e.relation == FAILURE or e.error), None)
+    why = (bad.error or bad.msg.data) if bad else "the chain ended without a Success message"
+    return {"status": "failed", "error": why or "the chain failed"}
+
+
+def _int(v: Any) -> int:
+    try:
+        return int(v or 0)
+    except (TypeError, ValueError):
+        return 0

@@ -34,7 +34,7 @@ from ..chains.context import NodeContext, run_message
 from ..chains.lca import lca_of_node
 from ..chains.model import DebugFn, End, StreamFn
 from ..chains.msg import STREAM, SUCCESS, TEXT, RuleMsg
-from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key, frames_log
+from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key, chain_outcome, frames_log
 from .codec import usage_from_dict
 from .options import DurableOptions, plain_activity_options, tool_activity_options
 
@@ -289,6 +289,7 @@ class ChainWorkflow:
         except ActivityError as e:
             self.status = "failed"
             kind, why = _failure(e)
+            await self._publish(req, {"status": "failed", "error": why})
             raise ApplicationError(why, type=kind or "PlanError", non_retryable=True) from None
         engine = WorkflowEngine(snap, self)
         chain = engine.get(snap["chain"])
@@ -306,10 +307,26 @@ class ChainWorkflow:
                                      on_stream=self.sink)
         except asyncio.CancelledError:
             self.status = "cancelled"
+            await self._publish(req, {"status": "cancelled"})
             raise
         self.status = "done"
+        await self._publish(req, chain_outcome(ends))
         return {"chain": chain.id, "ends": [{**e.to_dict(), "nodeId": e.node_id} for e in ends],
                 "streams": [f.to_dict() for f in frames], "version": snap.get("version")}
+
+    async def _publish(self, req: JSON, end: JSON) -> None:
+        """The run's end in the workers' store (chain_end.py): its frames log closed, and its record's end
+        written when no server follows it any more (`record`: a run of the runs API)."""
+        if not req.get("record") and not req.get("stream"):
+            return
+        try:
+            await workflow.execute_activity(
+                "chainreact.chain.publish",
+                {"run_id": workflow.info().workflow_id, "end": end, "record": bool(req.get("record")),
+                 "stream": bool(req.get("stream"))},
+                **plain_activity_options(60.0, self.opts))
+        except ActivityError as e:  # the store is down: the run's end stands in its workflow's result
+            workflow.logger.warning("chain run: its end was not written to the store: %s", _failure(e)[1])
 
     async def node_activity(self, name: str, req: JSON) -> Any:
         """A node's activity. A cancelled branch (message timeout, run cancelled) stops at once, as in

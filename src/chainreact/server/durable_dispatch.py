@@ -25,7 +25,8 @@ Rule chains (kind `chain`): the registry's ChainRun, the chat routes, RuleGo's e
 the chain as a DurableChain workflow (start_chain; frames.chain_frames(durable=...)); streamed, its Stream
 frames are read from the store as the workers log them. A ChainRun (runs API) is recorded before its
 workflow starts (`owns`: any server can cancel it, immediately); its end is saved as the registry's ordinary
-chain record. Flows (kind `flow`): FlowRuntime hands the routes a flows_runtime.DurableServedFlow, whose
+chain record, or, left at shutdown, by the workflow's last activity (durable/chain_end.py).
+Flows (kind `flow`): FlowRuntime hands the routes a flows_runtime.DurableServedFlow, whose
 turns are DurableFlow workflows (`flow`); a client leaving a turn cancels it (not at shutdown).
 The followed agent run itself: durable_runs.DurableAgentRun.
 
@@ -152,7 +153,7 @@ class TemporalDispatcher:
             await self.store.save_run(run_id, {"format": FORMAT, "workflow_id": run_id,
                                                "extra": {"target": chain_id, "kind": "chain"}},
                                       status="running")
-        return await self.chain(chain_id).start(msg, run_id=run_id, stream=stream)
+        return await self.chain(chain_id).start(msg, run_id=run_id, stream=stream, record=run_id is not None)
 
     def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
               session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
@@ -164,7 +165,7 @@ class TemporalDispatcher:
 
             chain_run = ChainRun(obj, target, data, None, durable=self)
             live = LiveRun(chain_run.run_id, target, None, detached, True, chain_run, kind="chain")
-            return registry.launch(live, functools.partial(registry.save_chain_end, live), listen)
+            return registry.launch(live, functools.partial(self._save_chain_end, live), listen)
         name = obj.name
         run_id = new_run_id(name)
         handle = DurableAgentRun(self, name, run_id, new={"input": data, "stream": stream, "target": target,
@@ -261,6 +262,17 @@ class TemporalDispatcher:
         if not view.get("error"):
             view["error"] = f"the workflow ended {desc.status.name.lower() if desc.status else 'unknown'}"
         return "failed"
+
+    async def _save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
+        """A chain run's end as this server saw it (the registry's chain record), or, left at shutdown,
+        the record handed to the workers, which write its end (durable/chain_end.py)."""
+        from ..durable.chain_end import leave
+
+        if isinstance(error, LeftRunning):
+            await leave(self.store, live.run_id)
+            return
+        assert self.registry is not None
+        await self.registry.save_chain_end(live, result, error)
 
     async def _save_end(self, live: LiveRun, handle: DurableAgentRun, result: Any,
                         error: BaseException | None) -> None:

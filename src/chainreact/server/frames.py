@@ -177,7 +177,9 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
     with `stream`, metadata stream=true and the chain's Stream frames become frames as they come.
     With `durable` (a TemporalDispatcher: chain_dispatch) the run is a workflow on its workers (`run_id`:
     its id); streamed, the workers log its Stream frames in the shared store as they come, read from there.
-    A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED).
+    A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED); one
+    left while the server shuts down (after the grace period, or its client went away meanwhile) is not
+    cancelled: its workflow goes on in the workers (durable/chain_end.py records its end).
     With `trace` (in process only), every node's IN/OUT and the agent nodes' model calls, retries,
     failovers, breaker changes and tool results come as Trace frames too, in order (chain_trace.py)."""
     from ..chains import FAILURE, SUCCESS, RuleMsg
@@ -248,6 +250,9 @@ async def _durable_chain(durable: Any, chain_id: str, msg: Any, run_id: str | No
                 on_stream(f)
         ends = await run.result()
     except asyncio.CancelledError:  # the client went away, or the run was cancelled: so is the workflow
+        if durable.closing:  # ... unless the server is shutting down: the run is the workers' to finish
+            log.info("chain run %s: left to the workers (the server is shutting down)", run.run_id)
+            raise
         try:
             await run.cancel()
         except Exception as e:  # ended meanwhile, or Temporal unreachable: nothing more to stop here

@@ -13,7 +13,8 @@ with metadata `stream=true` (server/frames.py `chain_frames`), and with a sessio
 (the last two kinds: chain_trace.py; not for durable runs, whose nodes run on Temporal workers).
 
 A chain has no safe points: it is cancelled at once (every branch), whatever mode is asked, and it
-never stops to ask; it has no checkpoints, so it cannot be resumed.
+never stops to ask; it has no checkpoints, so it cannot be resumed. A durable one (`serve --temporal`) is
+not cancelled at shutdown: the server stops following it (LeftRunning), the workers record its end.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class ChainRun:
         self._result: ChainResult | None = None
         self._error: ChainRunError | None = None
         self._cancelled = False
+        self._durable = durable
+        self._left = False  # a durable run the server stopped following at shutdown (still running)
         self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata, durable=durable,
                                     run_id=self.run_id if durable is not None else None,
                                     trace=durable is None)
@@ -90,10 +93,13 @@ class ChainRun:
                     self._queue.put_nowait(ChainEvent("error", rid, {"error": f.message}))
         except asyncio.CancelledError:
             await self._frames.aclose()  # type: ignore[attr-defined]  # cancels every branch
-            self._result = ChainResult("", "cancelled")
-            self._queue.put_nowait(ChainEvent("cancelled", rid, {"mode": "immediate"}))
+            if self._durable is not None and self._durable.closing:
+                self._left = True  # its workflow goes on: the workers record its end (chain_end.py)
+            else:
+                self._result = ChainResult("", "cancelled")
+                self._queue.put_nowait(ChainEvent("cancelled", rid, {"mode": "immediate"}))
         finally:
-            if self._result is None and self._error is None:
+            if self._result is None and self._error is None and not self._left:
                 self._error = ChainRunError("the chain ended without an answer")
             self._queue.put_nowait(None)
 
@@ -103,6 +109,10 @@ class ChainRun:
 
     async def result(self) -> ChainResult:
         await asyncio.shield(self._task)
+        if self._left:
+            from .durable_runs import LeftRunning
+
+            raise LeftRunning(f"chain run {self.run_id}: left to the workers (the server is shutting down)")
         if self._result is not None:
             return self._result
         assert self._error is not None

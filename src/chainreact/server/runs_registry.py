@@ -504,9 +504,10 @@ class RunRegistry:
             await asyncio.wait(tasks, timeout=left)
         remaining = list(self.live.values())
         for r in remaining:
-            log.warning("run %s of %s: cancelled at shutdown (grace period of %ss over)",
-                        r.run_id, r.target, self.grace)
-            r.handle.cancel("immediate")
+            durable = self.dispatcher is not None and self.dispatcher.serves(r.kind, r.target)
+            log.warning("run %s of %s: %s at shutdown (grace period of %ss over)", r.run_id, r.target,
+                        "left to the workers" if durable else "cancelled", self.grace)
+            r.handle.cancel("immediate")  # a durable run's handle stops following it instead
         tasks = [r.task for r in remaining if r.task is not None]
         if tasks:
             await asyncio.wait(tasks, timeout=SHUTDOWN_CANCEL_WAIT)
