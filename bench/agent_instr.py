@@ -94,14 +94,14 @@ def measure(frameworks: list[str], workloads: list[str], runs: int, warmup: int)
             with Server.start(steps=h.STEPS) as model:
                 per[fw] = counted(fw, model.url, wl, runs, warmup) / runs
                 model.stop()
-            print(f"[agent-instr] {wl:<6} {fw:<12} {per[fw] / 1e6:7.3f} M instr/run "
+            print(f"[agent-instr] {wl:<6} {fw:<18} {per[fw] / 1e6:7.3f} M instr/run "
                   f"{per[fw] / h.REQUESTS_PER_RUN / 1e6:7.3f} M/request", flush=True)
         base = per.get("bare_httpx")
         out["results"][wl] = {fw: {"per_run": v, "per_request": v / h.REQUESTS_PER_RUN,
                                    "x_bare_httpx": v / base if base else None} for fw, v in per.items()}
         if base:
             for fw, v in per.items():
-                print(f"[agent-instr] {wl:<6} {fw:<12} {v / base:.3f}x bare httpx", flush=True)
+                print(f"[agent-instr] {wl:<6} {fw:<18} {v / base:.3f}x bare httpx", flush=True)
     return out
 
 

@@ -10,7 +10,9 @@ from chainreact import Agent, tool
 from chainreact.testing import FakeLLM
 
 
-@tool
+# thread=False: a quick function that never waits is called on the event loop (a sync tool otherwise runs
+# in a worker thread, so a blocking one cannot stall other runs); see docs/tools.md.
+@tool(thread=False)
 def add(a: int, b: int) -> int:
     """Add two integers.
 

@@ -9,12 +9,13 @@ import _harness as h
 BUILD_NOTE = "Agent.from_config(dict) with the shared ModelClient and @tool, tools resolved"
 
 
-def adapter() -> h.Adapter:
+def adapter(thread: bool = True) -> h.Adapter:
+    """`thread=False`: the tool is `@tool(thread=False)` (run_chainreact_inline.py; not a suite entry)."""
     from chainreact.agent import Agent
     from chainreact.llm import ModelClient
     from chainreact.tools import tool
 
-    @tool
+    @tool(thread=thread)
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return h.add(a, b)

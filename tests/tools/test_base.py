@@ -97,6 +97,24 @@ async def test_sync_runs_in_a_thread_async_is_awaited() -> None:
     assert int(await async_fn.run({}, ToolContext())) == main
 
 
+async def test_thread_false_calls_a_sync_function_on_the_loop() -> None:
+    main = threading.get_ident()
+
+    @tool(thread=False)
+    def inline_fn(n: int) -> int:
+        """Inline."""
+        if n < 0:
+            raise ValueError("negative")
+        return threading.get_ident() + n
+
+    assert inline_fn.thread is False and tool(lambda: 1).thread is True
+    assert int(await inline_fn.run({"n": 0}, ToolContext())) == main
+    out = await inline_fn.run({"n": "x"}, ToolContext())  # arguments are still converted and checked
+    assert isinstance(out, ToolOutput) and out.is_error and "invalid arguments for inline_fn" in out.content
+    with pytest.raises(ValueError, match="negative"):  # the loop's tool boundary turns it into Error:
+        await inline_fn.run({"n": -1}, ToolContext())
+
+
 async def test_results_are_text() -> None:
     @tool
     def data() -> dict:
