@@ -18,7 +18,7 @@ import httpx
 import orjson
 
 from chainreact.durable import DevServer
-from chainreact.durable.chain_plan import frames_log
+from chainreact.durable.chain_plan import FRAME_EVENT, frames_log
 from chainreact.state import open_store
 from chainreact.testing import FakeLLM
 from tests.temporal.test_chain_workers import _env
@@ -144,9 +144,10 @@ async def test_serve_temporal_streams_a_chain_while_it_runs(
     text = "".join(f["data"]["text"] for f in events if f["event"] == "text_delta")
     assert text == FIRST + SECOND and events[-2]["data"]["content"] == SECOND
     assert events[-1]["data"]["status"] == "done"
-    # The workers' frames log (the run's workflow id), marked done by its reader, the server.
+    # The workers' frames log (the run's workflow id), marked done (the workflow's end, its reader); it
+    # holds the run's timeline too (node events: test_serve_temporal_chain_trace.py).
     async with await open_store(temporal[-1]) as store:
         rec = await store.get_run(frames_log(run_id))
         logged = await store.events(frames_log(run_id))
     assert rec is not None and rec.status == "done" and rec.snapshot == {"frames_of": run_id}
-    assert "".join(e.data["msg"]["data"] for e in logged) == FIRST + SECOND
+    assert "".join(e.data["msg"]["data"] for e in logged if e.type == FRAME_EVENT) == FIRST + SECOND

@@ -11,6 +11,10 @@
     chainreact.chain.publish   the run's end in the store (chain_end.py): its frames log closed, and the
                             end of a runs API run that no server follows any more
 
+Of a run started with `trace`, each of them first appends the node events the workflow kept since its
+last activity to the run's frames log, and the node activity appends its streaming agent node's
+timeline events (chains/trace.py) as they come.
+
 A `ChainHost` is an AgentHost (it may serve agents too) over a RuleEngine holding the loaded chains; it
 also serves each `ai/agent` node's Agent under a derived name (chain_plan.agent_key), so the node can run
 as a child agent workflow whose model and tool calls are the agent activities.
@@ -19,6 +23,7 @@ as a child agent workflow whose model and tool calls are the agent activities.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -30,6 +35,7 @@ from ..chains.context import Budget, NodeContext, Run
 from ..chains.engine import Chain, RuleEngine
 from ..chains.model import End
 from ..chains.msg import RuleMsg
+from ..chains.trace import agent_event, agent_events
 from .activities import FLUSH_EVERY, AgentHost, Publisher, heartbeating
 from .chain_plan import FRAME_EVENT, JSON, chain_snapshot, parse_agent_key
 from .codec import messages_from_list
@@ -131,6 +137,11 @@ def _no_end(_e: End, _at_end: bool) -> None:
     return None
 
 
+def _agent_sink(timeline: Publisher, chain_id: str, node_id: str, e: Any) -> None:
+    """An agent node's timeline event (chains/trace.py), for the run's frames log."""
+    timeline.add(agent_event(chain_id, node_id, e))
+
+
 class ChainActivities:
     """The chain activity implementations over a ChainHost (with the agent activities, for agent nodes)."""
 
@@ -156,6 +167,7 @@ class ChainActivities:
         if node is None:  # the chain changed under a run in flight: the node fails, as a component error
             return {"calls": [{"op": "failure", "msg": req["msg"],
                                "err": f"node {req['node']!r} is not in chain {chain.id!r} on this worker"}]}
+        await self._log_trace(req)
         run = Run(engine, chain, end_fn=_no_end, on_stream=None, on_debug=None,
                   budget=Budget(engine.max_nodes))
         run.outputs = {k: RuleMsg.from_dict(v) for k, v in (req.get("outputs") or {}).items()}
@@ -165,13 +177,20 @@ class ChainActivities:
         ctx = RecordingContext(run, node, msg, from_id=str(req.get("from") or ""), err=req.get("err"),
                                pub=pub)
         ctx.in_relation = str(req.get("relation") or "")
+        timeline = Publisher(store, req["trace_log"]) if req.get("trace_log") and store is not None else None
+        token = agent_events.set(functools.partial(_agent_sink, timeline)) if timeline is not None else None
         async with heartbeating(float(req.get("heartbeat", 10.0))):
-            work = asyncio.ensure_future(node.component.on_msg(ctx, msg))
+            work = asyncio.ensure_future(node.component.on_msg(ctx, msg))  # with the sink, if set
+            if token is not None:
+                agent_events.reset(token)
             try:
                 while not work.done():
-                    await asyncio.wait((work,), timeout=FLUSH_EVERY if pub is not None else None)
+                    live = pub is not None or timeline is not None
+                    await asyncio.wait((work,), timeout=FLUSH_EVERY if live else None)
                     if pub is not None:
                         await pub.flush()  # frames told since the last one, also while the node waits
+                    if timeline is not None:
+                        await timeline.flush()
                 work.result()
             except asyncio.CancelledError:
                 work.cancel()
@@ -183,7 +202,16 @@ class ChainActivities:
             finally:
                 if pub is not None:
                     await pub.flush()
+                if timeline is not None:
+                    await timeline.flush()
         return {"calls": ctx.calls}
+
+    async def _log_trace(self, req: JSON) -> None:
+        """The node events the workflow kept since its last activity (a traced run), in the run's frames
+        log; once: a retried attempt does not log them again."""
+        if req.get("trace") and req.get("trace_log") and self.host.store is not None \
+                and activity.info().attempt == 1:
+            await self.host.store.append_events(req["trace_log"], [(str(d["type"]), d) for d in req["trace"]])
 
     def _agent_node(self, req: JSON) -> Any:
         node = self.host.chain(req["chain"]).nodes.get(req["node"])
@@ -195,12 +223,14 @@ class ChainActivities:
     @activity.defn(name="chainreact.chain.agent_input")
     async def agent_input(self, req: JSON) -> JSON:
         """An agent node's input with its session's history in front (metadata sessionKey, loadHistory)."""
+        await self._log_trace(req)
         data, n_history = await self._agent_node(req).session_input(RuleMsg.from_dict(req["msg"]))
         return {"input": data, "history": n_history}
 
     @activity.defn(name="chainreact.chain.agent_save")
     async def agent_save(self, req: JSON) -> None:
         """What the agent node's child run added to its session's conversation."""
+        await self._log_trace(req)
         await self._agent_node(req).save_history(dict(req["meta"]), messages_from_list(req["messages"]),
                                                  int(req.get("history") or 0))
 
@@ -210,6 +240,7 @@ class ChainActivities:
         follows the run any more, else left for the following server (chain_end.py)."""
         from .chain_end import finish
 
+        await self._log_trace(req)
         if self.host.store is not None:
             await finish(self.host.store, req["run_id"], req["end"], record=bool(req.get("record")),
                          streamed=bool(req.get("stream")))

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..chains.model import End
@@ -47,12 +47,14 @@ class DurableChain(DurableTarget):
         self.timeout = timeout  # the message timeout (seconds); None: the worker engine's
 
     async def start(self, msg: RuleMsg | str, *, run_id: str | None = None, timeout: float | None = None,
-                    stream: bool = False, record: bool = False) -> DurableChainRun:
+                    stream: bool = False, record: bool = False, trace: bool = False) -> DurableChainRun:
         """Start a run (a workflow whose id is the run id) and return its handle at once. A string is the
         data of a TEXT message. `stream`: the workers append the Stream frames to their state store's log
         as the nodes tell them (read them with `DurableChainRun.stream`), instead of returning them with
         the result. `record`: `run_id` has a run record in the workers' store (the runs API's), whose end
-        the workflow writes when no server follows the run any more (chain_end.py)."""
+        the workflow writes when no server follows the run any more (chain_end.py). `trace` (with
+        `stream`): the run's timeline is logged too (every node's IN/OUT, its streaming agent nodes' model
+        calls...: chains/trace.py), read with `DurableChainRun.stream(on_trace=)`."""
         from .chain_workflow import CHAIN_WORKFLOW
 
         if isinstance(msg, str):
@@ -61,7 +63,7 @@ class DurableChain(DurableTarget):
         rid = run_id or f"{self.chain_id}-{uuid.uuid4().hex[:16]}"
         limit = timeout if timeout is not None else self.timeout
         req: JSON = {"chain": self.chain_id, "msg": msg.to_dict(), "timeout": limit,
-                     "options": self.options.to_dict(), "stream": stream, "record": record}
+                     "options": self.options.to_dict(), "stream": stream, "record": record, "trace": trace}
         handle = await client.start_workflow(CHAIN_WORKFLOW, req, id=rid, task_queue=self.task_queue)
         return DurableChainRun(handle, rid)
 
@@ -110,11 +112,13 @@ class DurableChainRun:
                       for e in out["ends"]]
         return list(self._ends)
 
-    async def stream(self, store: Any, *, poll: float = 0.05) -> AsyncIterator[RuleMsg]:
+    async def stream(self, store: Any, *, poll: float = 0.05,
+                     on_trace: Callable[[JSON], Any] | None = None) -> AsyncIterator[RuleMsg]:
         """Every Stream frame of a run started with `stream=True`, in order, as the workers log them in
         `store` (the workers' state store), then the frames that came with the result (from workers without
         a store). Ends with the run;
-        then `result()` has the ends. A failed or cancelled run raises DurableRunError after its frames."""
+        then `result()` has the ends. A failed or cancelled run raises DurableRunError after its frames.
+        `on_trace` gets the timeline's events of a run started with `trace`, in the log's order."""
         log = frames_log(self.run_id)
         outcome = asyncio.ensure_future(self.result())
         after, settled = 0, False
@@ -124,7 +128,12 @@ class DurableChainRun:
                 batch = await store.events(log, after=after, limit=500)
                 for ev in batch:
                     after = ev.id
-                    if ev.type == FRAME_EVENT and isinstance(ev.data, dict) and retried.keep(ev.data):
+                    if not isinstance(ev.data, dict):
+                        continue
+                    if ev.type != FRAME_EVENT:
+                        if on_trace is not None:
+                            on_trace(ev.data)
+                    elif retried.keep(ev.data):
                         yield RuleMsg.from_dict(ev.data["msg"])
                 if batch:
                     continue

@@ -12,7 +12,10 @@ The ends are the workflow's result, with the Stream frames that reach the caller
 `stream` has its nodes' frames logged live instead (the node activity appends them to the state store's
 log `chain_plan.frames_log(run id)` as they come, as the agent activities do a run's events), when the
 frame would reach the caller (no node consumes it on Stream) and the worker has a store; the rest come
-with the result. Everything the workflow decides is a function
+with the result. A run started with `stream` and `trace` (the runs API's) also logs its timeline there
+(chains/trace.py: every node's IN/OUT, kept by the workflow and logged by its next activity; its agent
+nodes' model calls, retries, failovers, breaker changes and tool results, logged by the node activity
+that runs a streaming agent node). Everything the workflow decides is a function
 of the snapshot and the activity results in the history, so a replay on another worker takes the same
 path and runs no completed node again.
 """
@@ -32,8 +35,9 @@ from ..chains.catalog import builtin_components
 from ..chains.components.ai import _input, _usage_meta
 from ..chains.context import NodeContext, run_message
 from ..chains.lca import lca_of_node
-from ..chains.model import DebugFn, End, StreamFn
+from ..chains.model import DebugEvent, DebugFn, End, StreamFn
 from ..chains.msg import STREAM, SUCCESS, TEXT, RuleMsg
+from ..chains.trace import MAX_NODE_EVENTS, node_event
 from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key, chain_outcome, frames_log
 from .codec import usage_from_dict
 from .options import DurableOptions, plain_activity_options, tool_activity_options
@@ -277,6 +281,9 @@ class ChainWorkflow:
         self.nodes_run = 0
         self.log: str | None = None  # the log of live Stream frames (a run started with `stream`)
         self.sink: Any = None  # the run's stream callback: frames for the caller
+        self.trace: list[JSON] | None = None  # node events not logged yet (a run started with `trace`)
+        self.traced = 0
+        self.entered: dict[tuple[str, str], float] = {}  # (chain, node) -> workflow time of its last IN
 
     @workflow.run
     async def run(self, req: JSON) -> JSON:
@@ -298,13 +305,15 @@ class ChainWorkflow:
         self.sink = frames.append  # kept: reaches_caller compares the callback by identity
         if req.get("stream"):
             self.log = frames_log(workflow.info().workflow_id)
+            self.trace = [] if req.get("trace") else None
         timeout = req.get("timeout")
         self.status = "running"
         try:
             ends = await run_message(engine, chain, RuleMsg.from_dict(req["msg"]),
                                      max_nodes=int(snap.get("max_nodes") or 1000),
                                      timeout=float(timeout) if timeout is not None else snap.get("timeout"),
-                                     on_stream=self.sink)
+                                     on_stream=self.sink, on_debug=self._debug if self.trace is not None
+                                     else None, debug_all=self.trace is not None)
         except asyncio.CancelledError:
             self.status = "cancelled"
             await self._publish(req, {"status": "cancelled"})
@@ -323,7 +332,7 @@ class ChainWorkflow:
             await workflow.execute_activity(
                 "chainreact.chain.publish",
                 {"run_id": workflow.info().workflow_id, "end": end, "record": bool(req.get("record")),
-                 "stream": bool(req.get("stream"))},
+                 "stream": bool(req.get("stream")), **self._traced()},
                 **plain_activity_options(60.0, self.opts))
         except ActivityError as e:  # the store is down: the run's end stands in its workflow's result
             workflow.logger.warning("chain run: its end was not written to the store: %s", _failure(e)[1])
@@ -334,11 +343,39 @@ class ChainWorkflow:
         options = {**tool_activity_options(None, self.opts),
                    "cancellation_type": workflow.ActivityCancellationType.TRY_CANCEL}
         try:
-            return await workflow.execute_activity(name, req, **options)
+            return await workflow.execute_activity(name, {**req, **self._traced()}, **options)
         except ActivityError as e:
             if _cancelled(e):
                 raise asyncio.CancelledError() from None
             raise NodeActivityError(_failure(e)[1]) from None  # the engine turns it into Failure
+
+    def _debug(self, ev: DebugEvent) -> None:
+        """A node's IN or OUT, kept for the timeline (chains/trace.py): logged by the next activity, not
+        here (workflow code writes nothing). Times are the workflow's (deterministic): an OUT's duration
+        is from its node's last IN, to the workflow task."""
+        if ev.relation == STREAM or self.trace is None:
+            return  # one per streamed token: the frames themselves are logged
+        self.traced += 1
+        now = workflow.now().timestamp()
+        where = (ev.chain_id, ev.node_id)
+        if ev.flow == "IN":
+            self.entered[where] = now
+        if self.traced <= MAX_NODE_EVENTS:
+            d = {**node_event(ev), "ts": now}
+            if ev.flow == "OUT":
+                d["durationMs"] = round((now - self.entered.get(where, now)) * 1000, 3)
+            self.trace.append(d)
+        elif self.traced == MAX_NODE_EVENTS + 1:
+            self.trace.append({"type": "node_events_cut", "after": MAX_NODE_EVENTS})
+
+    def _traced(self) -> JSON:
+        """What an activity logs of the timeline (a run started with `trace`): the node events so far, and
+        where its agent node's events go (chain_activities)."""
+        if self.trace is None:
+            return {}
+        out: JSON = {"trace": self.trace, "trace_log": self.log}
+        self.trace = []
+        return out
 
     async def child_agent(self, node_id: str, key: str, data: Any, metadata: JSON) -> JSON:
         """Run an agent node's agent as a child workflow (same task queue); its RunResult as a dict."""

@@ -1,15 +1,10 @@
-"""A chain run that also reports what a timeline shows: every node's IN/OUT and its agent nodes' events.
-
-    {"type": "node", "chainId", "nodeId", "flow": "IN" | "OUT", "relation", "error", "durationMs", "ts",
-     "msg": {"id", "ts", "type", "dataType", "data", "metadata"}}       (the playground trace's debug event)
-    {"type": "model_call_end" | "retry" | "failover" | "breaker" | "tool_result", "chain", "node",
-     "agent_run_id", ...the agent event's own fields (chainreact.types.events)}
+"""A chain run that also reports what a timeline shows: every node's IN/OUT and its agent nodes' events
+(their log form and limits: chains/trace.py).
 
 The runs API logs them in a chain run's event log (runs_chains.py), so a stored run can be replayed into
-a timeline and a path through the graph. A message's data is cut at MAX_DATA characters (`dataCut`:
-how long it was) and a run reports at most MAX_NODE_EVENTS node events (then one `node_events_cut`):
-a looping chain must not fill the store. A node's Stream OUT events (one per streamed token) are left
-out: the run logs the frames themselves (text_delta, tool).
+a timeline and a path through the graph. A node's Stream OUT events (one per streamed token) are left
+out: the run logs the frames themselves (text_delta, tool). Durable chain runs log the same events from
+their workflow and node activities (durable/chain_workflow.py).
 """
 
 from __future__ import annotations
@@ -17,28 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-MAX_DATA = 4000
-MAX_NODE_EVENTS = 2000
+from ..chains.trace import MAX_NODE_EVENTS, agent_event, node_event
 
 Emit = Callable[[dict[str, Any]], None]
-
-
-def node_event(ev: Any) -> dict[str, Any]:
-    """The log's form of a chains DebugEvent."""
-    d = ev.to_dict()
-    d.pop("event", None)
-    msg = d["msg"]
-    data = msg.get("data")
-    if isinstance(data, str) and len(data) > MAX_DATA:
-        msg = {**msg, "data": data[:MAX_DATA], "dataCut": len(data)}
-    return {**d, "type": "node", "ts": ev.ts, "msg": msg}
-
-
-def agent_event(chain_id: str, node_id: str, e: Any) -> dict[str, Any]:
-    """The log's form of an agent node's event (its own run id kept as `agent_run_id`)."""
-    d = e.to_dict()
-    d["agent_run_id"] = d.pop("run_id", None)
-    return {**d, "chain": chain_id, "node": node_id}
 
 
 async def traced_run(engine: Any, chain_id: str, msg: Any, on_stream: Any, emit: Emit) -> list[Any]:

@@ -145,15 +145,17 @@ class TemporalDispatcher:
                            options=options)
 
     async def start_chain(self, chain_id: str, msg: Any, *, run_id: str | None = None,
-                          stream: bool = False) -> Any:
+                          stream: bool = False, trace: bool = False) -> Any:
         """A DurableChainRun of `msg` through chain `chain_id` (frames.chain_frames, the RuleGo routes);
         `stream`: its frames logged live, in the store. `run_id`: a registry run's (runs_chains.ChainRun),
-        recorded first as a durable chain run, so that any server can cancel it (`owns`, `cancel`)."""
+        recorded first as a durable chain run, so that any server can cancel it (`owns`, `cancel`).
+        `trace` (with `stream`): its timeline logged too (chains/trace.py)."""
         if run_id is not None:
             await self.store.save_run(run_id, {"format": FORMAT, "workflow_id": run_id,
                                                "extra": {"target": chain_id, "kind": "chain"}},
                                       status="running")
-        return await self.chain(chain_id).start(msg, run_id=run_id, stream=stream, record=run_id is not None)
+        return await self.chain(chain_id).start(msg, run_id=run_id, stream=stream, record=run_id is not None,
+                                                trace=trace and stream)
 
     def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
               session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:

@@ -180,8 +180,9 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
     A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED); one
     left while the server shuts down (after the grace period, or its client went away meanwhile) is not
     cancelled: its workflow goes on in the workers (durable/chain_end.py records its end).
-    With `trace` (in process only), every node's IN/OUT and the agent nodes' model calls, retries,
-    failovers, breaker changes and tool results come as Trace frames too, in order (chain_trace.py)."""
+    With `trace`, every node's IN/OUT and the agent nodes' model calls, retries, failovers, breaker
+    changes and tool results come as Trace frames too, in order (chain_trace.py; a durable run streamed:
+    as its workers log them, chains/trace.py)."""
     from ..chains import FAILURE, SUCCESS, RuleMsg
 
     meta = dict(metadata or {})
@@ -214,7 +215,8 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
             elif durable is None:
                 ends = await engine.run(chain_id, msg, on_stream=on_stream if stream else None)
             else:
-                ends = await _durable_chain(durable, chain_id, msg, run_id, on_stream if stream else None)
+                ends = await _durable_chain(durable, chain_id, msg, run_id, on_stream if stream else None,
+                                            (lambda ev: queue.put_nowait(Trace(ev))) if trace else None)
             ok = next((e for e in ends if e.relation == SUCCESS and not e.error), None)
             if ok is not None:
                 md = ok.msg.metadata
@@ -242,11 +244,13 @@ RUN_CANCELLED = "run_cancelled"  # Failed.code of a durable chain run cancelled 
 
 
 async def _durable_chain(durable: Any, chain_id: str, msg: Any, run_id: str | None,
-                         on_stream: Callable[[Any], None] | None) -> list[Any]:
-    run = await durable.start_chain(chain_id, msg, run_id=run_id, stream=on_stream is not None)
+                         on_stream: Callable[[Any], None] | None,
+                         on_trace: Callable[[Any], None] | None = None) -> list[Any]:
+    run = await durable.start_chain(chain_id, msg, run_id=run_id, stream=on_stream is not None,
+                                    trace=on_trace is not None)
     try:
         if on_stream is not None:  # the frames as the workers log them (the store they share with us)
-            async for f in run.stream(durable.store):
+            async for f in run.stream(durable.store, on_trace=on_trace):
                 on_stream(f)
         ends = await run.result()
     except asyncio.CancelledError:  # the client went away, or the run was cancelled: so is the workflow

@@ -10,7 +10,8 @@ with metadata `stream=true` (server/frames.py `chain_frames`), and with a sessio
     node {chainId, nodeId, flow, relation, error, durationMs, ts, msg}     every node's IN and OUT
     model_call_end, retry, failover, breaker, tool_result {chain, node, ...}   its agent nodes' events
 
-(the last two kinds: chain_trace.py; not for durable runs, whose nodes run on Temporal workers).
+(the last two kinds: chain_trace.py; a durable run's come from its workflow and node activities, through
+the store, chains/trace.py).
 
 A chain has no safe points: it is cancelled at once (every branch), whatever mode is asked, and it
 never stops to ask; it has no checkpoints, so it cannot be resumed. A durable one (`serve --temporal`) is
@@ -63,8 +64,7 @@ class ChainRun:
         self._durable = durable
         self._left = False  # a durable run the server stopped following at shutdown (still running)
         self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata, durable=durable,
-                                    run_id=self.run_id if durable is not None else None,
-                                    trace=durable is None)
+                                    run_id=self.run_id if durable is not None else None, trace=True)
         self._queue.put_nowait(ChainEvent("run_start", self.run_id, {"chain": chain_id, "input": body}))
         self._task = asyncio.ensure_future(self._drive())
 
