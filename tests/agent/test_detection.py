@@ -88,3 +88,80 @@ async def test_plain_text_with_tools_configured_is_released(server: FakeLLM) -> 
     server.add_turns([{"text": "Just an answer.", "chunks": 3}])
     events = await collect(make_agent(server, detect_window=0.05))
     assert texts(events) == "Just an answer."
+
+
+# -- the router's observation window, on a scripted item source (no model client involved) -------------
+
+async def _route_all(router: object, source: object, seen: list[object]) -> None:
+    async for item in router.route(source):  # type: ignore[attr-defined]
+        seen.append(item)
+
+
+async def test_window_expiry_releases_text_while_the_source_is_silent() -> None:
+    import asyncio
+
+    from chainreact.agent.detection import StreamRouter
+    from chainreact.types import Message, ModelResponse, TextChunk
+
+    released = asyncio.Event()
+    seen: list[object] = []
+
+    async def source():  # type: ignore[no-untyped-def]
+        yield TextChunk("Hello")
+        yield TextChunk(" there")
+        await released.wait()  # silent until the router has released the held text
+        yield TextChunk("!")
+        yield ModelResponse(Message("assistant", "Hello there!"))
+
+    router = StreamRouter("auto", has_tools=True, window=0.01)
+    task = asyncio.ensure_future(_route_all(router, source(), seen))
+    while len(seen) < 2:
+        await asyncio.sleep(0.005)
+    assert [c.text for c in seen] == ["Hello", " there"]  # type: ignore[attr-defined]
+    released.set()
+    await asyncio.wait_for(task, 5)
+    assert [getattr(c, "text", None) for c in seen[:3]] == ["Hello", " there", "!"]
+    assert isinstance(seen[-1], ModelResponse) and router.released == ["Hello", " there", "!"]
+
+
+async def test_source_error_inside_the_window_reaches_the_consumer() -> None:
+    import pytest
+
+    from chainreact.agent.detection import StreamRouter
+    from chainreact.errors import ModelError
+    from chainreact.types import TextChunk
+
+    async def source():  # type: ignore[no-untyped-def]
+        yield TextChunk("partial")
+        raise ModelError("stream broke")
+
+    seen: list[object] = []
+    with pytest.raises(ModelError, match="stream broke"):
+        await _route_all(StreamRouter("auto", has_tools=True, window=5.0), source(), seen)
+    assert seen == []  # held in the window, never released
+
+
+async def test_closing_the_router_inside_the_window_stops_the_read_first() -> None:
+    import asyncio
+
+    from chainreact.agent.detection import StreamRouter
+    from chainreact.types import TextChunk
+
+    cleaned: list[str] = []
+
+    async def source():  # type: ignore[no-untyped-def]
+        try:
+            yield TextChunk("Hello")
+            await asyncio.sleep(30)  # a silent model
+            yield TextChunk("never")
+        finally:
+            cleaned.append("source closed")
+
+    router = StreamRouter("auto", has_tools=True, window=0.01)
+    items = source()
+    gen = router.route(items)
+    first = await asyncio.wait_for(gen.__anext__(), 5)  # the window expired: released
+    assert first.text == "Hello"  # type: ignore[union-attr]
+    await gen.aclose()
+    assert cleaned == ["source closed"]  # the read was unwound before aclose returned
+    await items.aclose()  # and the source can be closed after it (not "already running")

@@ -17,6 +17,7 @@ text was released, the loop self-heals (see loop.py): `released` tells it what t
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 
 from ..types import ModelResponse, ReasoningChunk, StreamItem, TextChunk, ToolCallChunk
@@ -70,37 +71,30 @@ class StreamRouter:
         deadline = 0.0
         loop = asyncio.get_running_loop()
         it = items.__aiter__()
-        pending: asyncio.Future[StreamItem] | None = None
+        pump: _Pump | None = None  # from the observation window on, the rest is read by its own task
         try:
             while True:
-                # Only inside the observation window do we need a timer; elsewhere iterate plainly.
-                if state == _WINDOW:
-                    if pending is None:
-                        pending = asyncio.ensure_future(it.__anext__())
-                    done, _ = await asyncio.wait((pending,), timeout=max(deadline - loop.time(), 0.0))
-                    if not done:
+                if pump is None:
+                    try:
+                        item = await it.__anext__()
+                    except StopAsyncIteration:
+                        break
+                else:
+                    # Inside the observation window an item is awaited with the window's deadline.
+                    got: StreamItem | None = None
+                    if state != _WINDOW or loop.time() < deadline:
+                        try:
+                            got = await pump.next(deadline if state == _WINDOW else None)
+                        except StopAsyncIteration:
+                            break
+                    if got is None:
                         state = _TEXT  # window expired with no tool call: the text is the answer
                         for chunk in held:
                             self.released.append(chunk.text)
                             yield chunk
                         held.clear()
                         continue
-                    fut, pending = pending, None
-                    try:
-                        item = fut.result()
-                    except StopAsyncIteration:
-                        break
-                elif pending is not None:
-                    fut, pending = pending, None
-                    try:
-                        item = await fut
-                    except StopAsyncIteration:
-                        break
-                else:
-                    try:
-                        item = await it.__anext__()
-                    except StopAsyncIteration:
-                        break
+                    item = got
 
                 if isinstance(item, TextChunk):
                     if not item.text:
@@ -120,6 +114,8 @@ class StreamRouter:
                         elif self.mode == AUTO:
                             state = _WINDOW
                             deadline = loop.time() + self.window
+                            if pump is None:
+                                pump = _Pump(it, loop)
                 elif isinstance(item, ToolCallChunk):
                     if state in (_DECIDING, _WINDOW):
                         state = _TOOLS
@@ -135,5 +131,69 @@ class StreamRouter:
                     held.clear()
                     yield item
         finally:
-            if pending is not None and not pending.done():
-                pending.cancel()
+            if pump is not None:
+                await pump.stop()
+
+
+class _Pump:
+    """Reads the rest of a stream in its own task into a buffer, so that the router can wait for the next
+    item with a deadline (the observation window) without cancelling the read. One task per stream instead
+    of a task and an `asyncio.wait` per chunk (they cost more than the chunk's parsing); items the task has
+    already read are taken without waiting, and a timer is armed only when one must be waited for."""
+
+    __slots__ = ("buf", "done", "error", "loop", "task", "waiter")
+
+    def __init__(self, it: AsyncIterator[StreamItem], loop: asyncio.AbstractEventLoop):
+        self.buf: deque[StreamItem] = deque()
+        self.done = False
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.loop = loop
+        self.task = loop.create_task(self._read(it))
+
+    async def _read(self, it: AsyncIterator[StreamItem]) -> None:
+        try:
+            async for item in it:
+                self.buf.append(item)
+                self._wake()
+        except (Exception, asyncio.CancelledError) as e:  # handed to the router, raised there
+            self.error = e
+        finally:
+            self.done = True
+            self._wake()
+
+    def _wake(self) -> None:
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def next(self, deadline: float | None) -> StreamItem | None:
+        """The next item; None if `deadline` (loop time) passed first; StopAsyncIteration at the end."""
+        if not self.buf and not self.done:
+            w = self.waiter = self.loop.create_future()
+            timer = self.loop.call_at(deadline, _expire, w) if deadline is not None else None
+            try:
+                await w
+            finally:
+                self.waiter = None
+                if timer is not None:
+                    timer.cancel()
+        if self.buf:
+            return self.buf.popleft()
+        if self.done:
+            if self.error is not None:
+                raise self.error
+            raise StopAsyncIteration
+        return None
+
+    async def stop(self) -> None:
+        """Stop reading (the router ended early, e.g. cancelled) and wait until the read has unwound, so the
+        stream can be closed after it."""
+        if not self.task.done():
+            self.task.cancel()
+            await asyncio.wait((self.task,))
+
+
+def _expire(w: asyncio.Future[None]) -> None:
+    if not w.done():
+        w.set_result(None)
