@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,19 @@ async def test_session_values_and_expressions_in_one_instruction(server: FakeLLM
     # without session values, {Key} placeholders are left as written (programmatic API rule)
     await agent.run("x")
     assert server.chat_requests[1].body["messages"][0]["content"].startswith("Hello {user}.")
+
+
+async def test_python_tool_thread_false_runs_on_the_event_loop(server: FakeLLM, tmp_path: Path) -> None:
+    (tmp_path / "doc_thread_tools.py").write_text(
+        "import threading\n\n\ndef where() -> str:\n    '''Which thread runs me.'''\n"
+        "    return threading.current_thread().name\n")
+    doc = tmp_path / "agent.json"
+    tools = [{"type": "python", "name": "inline",
+              "config": {"function": "doc_thread_tools:where", "thread": False}},
+             {"type": "python", "name": "threaded", "config": {"function": "doc_thread_tools:where"}}]
+    doc.write_text(json.dumps({"url": server.url, "model": "m", "tools": tools}))
+    server.add_turns([{"tool_calls": [call("inline", {}, "c1"), call("threaded", {}, "c2")]}, {"text": "ok"}])
+    result = await Agent.from_config(doc).run("where?")
+    inline, threaded = [m.content for m in result.messages if m.role == "tool"]
+    assert inline == threading.current_thread().name  # the test's event loop thread
+    assert threaded != inline

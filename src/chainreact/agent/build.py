@@ -134,7 +134,8 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
         elif desc.type == "python":
             from ..tools.descriptors import PythonToolConfig, validate_part
 
-            path = validate_part(PythonToolConfig, desc.config, f"{where}.config").function or desc.name
+            pcfg = validate_part(PythonToolConfig, desc.config, f"{where}.config")
+            path = pcfg.function or desc.name
             fn = _import_function(str(path), where, owner.base_dir)
             if isinstance(fn, Tool):  # already a tool (e.g. decorated with @tool)
                 tools.append(fn)
@@ -143,7 +144,7 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
 
                 name = desc.name if desc.name and ":" not in desc.name else None
                 ft = FunctionTool(fn, name=name, description=desc.description or None,
-                                 parameters=_parameters(desc.parameters, where))
+                                 parameters=_parameters(desc.parameters, where), thread=pcfg.thread)
                 if desc.timeout:
                     ft.timeout = desc.timeout / 1000
                 tools.append(ft)

@@ -171,6 +171,9 @@ class PythonToolConfig(DescriptorPart):
     """`config` of a `python` tool."""
 
     function: str = Field("", description="module:function (else the descriptor's name).")
+    thread: bool = Field(True, description=(
+        "Run a sync function in a worker thread (the default). false: call it on the event loop, for quick "
+        "non-blocking functions only (a blocking one stalls every run; its timeout cannot interrupt it)."))
 
 
 M = TypeVar("M", bound=BaseModel)
