@@ -21,6 +21,18 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def convert_currency(amount: float, to: str) -> str:
+    """Convert money between currencies."""
+    return f"{amount} {to}"
+
+
 @pytest.fixture
 def server() -> Iterator[FakeLLM]:
     with FakeLLM([]) as srv:

@@ -9,21 +9,8 @@ import pytest
 
 from chainreact.agent import AgentContext, Middleware
 from chainreact.testing import FakeLLM
-from chainreact.tools import tool
 
-from .conftest import add, call, make_agent
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def convert_currency(amount: float, to: str) -> str:
-    """Convert money between currencies."""
-    return f"{amount} {to}"
+from .conftest import add, call, convert_currency, get_weather, make_agent
 
 
 class Defer(Middleware):

@@ -13,10 +13,9 @@ from chainreact.agent.middleware import StreamToolFn, ToolCallInfo
 from chainreact.agent.streaming import streaming_tool
 from chainreact.errors import ModelError
 from chainreact.testing import FakeLLM
-from chainreact.tools import tool
 from chainreact.types import Message, RetryEvent, ToolOutputDelta, ToolResultEvent
 
-from .conftest import call, make_agent
+from .conftest import call, convert_currency, get_weather, make_agent
 
 FAIL = {"status": 500, "message": "boom", "headers": {"Retry-After": "0"}}
 
@@ -104,18 +103,6 @@ async def test_streaming_tool_pieces_go_out_live(server: FakeLLM, shout: bool) -
     assert events.index(deltas[-1]) < events.index(result_ev)
     assert result_ev.content == "".join(d.text for d in deltas)
     assert server.chat_requests[1].body["messages"][-1]["content"] == result_ev.content
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def convert_currency(amount: float, to: str) -> str:
-    """Convert money between currencies."""
-    return f"{amount} {to}"
 
 
 async def test_deferred_tools_are_found_and_loaded(server: FakeLLM) -> None:

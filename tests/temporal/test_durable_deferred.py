@@ -7,28 +7,12 @@ from typing import Any
 
 import pytest
 
-from chainreact import Agent, Middleware, tool
+from chainreact import Agent, Middleware
 from chainreact.agent.middleware import AgentContext
 from chainreact.durable import AgentHost, DurableAgent, durable_worker
 from chainreact.testing import FakeLLM
 
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def convert_currency(amount: float, to: str) -> str:
-    """Convert money between currencies."""
-    return f"{amount} {to}"
+from ..agent.conftest import add, convert_currency, get_weather
 
 
 class Redefer(Middleware):
