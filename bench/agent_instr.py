@@ -21,7 +21,6 @@ import json
 import os
 import pstats
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "frameworks"))
 import _harness as h
-from procs import MARKER, PYTHON, ROOT, Server, bench_env
-from server_instr import VALGRIND, Counted
+from procs import MARKER, PYTHON, Server
+from server_instr import VALGRIND, counted_worker
 
 
 def _adapter(framework: str) -> h.Adapter:
@@ -61,26 +60,10 @@ def worker(framework: str, url: str, workload: str, runs: int, warmup: int) -> N
 
 def counted(framework: str, url: str, workload: str, runs: int, warmup: int) -> int:
     cmd = [*VALGRIND, PYTHON, __file__, "worker", framework, url, workload, str(runs), str(warmup)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=bench_env(), cwd=ROOT)
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        if proc.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"{framework} worker failed: {proc.communicate()[1][-1500:]}")
-        with Counted(proc.pid) as c:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    if not line.startswith(MARKER):
-        raise RuntimeError(f"{framework} worker failed: {err[-1500:]}")
-    ok = json.loads(line[len(MARKER):])["ok"]
+    instructions, ok = counted_worker(cmd, f"{framework} worker")
     if ok != runs + warmup:
         raise RuntimeError(f"{framework} {workload}: {ok}/{runs + warmup} answers right")
-    return c.instructions
+    return instructions
 
 
 def measure(frameworks: list[str], workloads: list[str], runs: int, warmup: int) -> dict[str, Any]:

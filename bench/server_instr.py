@@ -130,12 +130,21 @@ def inproc(framework: str, model_url: str, folder: Path, runs: int, warmup: int)
     """The worker (this file's `worker` role) under callgrind: warm-up runs, then it waits for a line on
     stdin, runs `runs` runs, and prints how many answers were right."""
     cmd = [*VALGRIND, PYTHON, __file__, "worker", framework, model_url, str(folder), str(runs), str(warmup)]
+    instructions, ok = counted_worker(cmd, "in-process worker")
+    if ok != runs:
+        raise RuntimeError(f"{framework} in-process: {ok}/{runs} answers right")
+    return {"instructions": instructions, "runs": runs}
+
+
+def counted_worker(cmd: list[str], what: str) -> tuple[int, int]:
+    """A worker under callgrind that prints "ready" after its warm-up, runs when a line arrives on stdin and
+    prints MARKER {"ok": N}: the instructions its runs took, and N (its right answers)."""
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=bench_env(), cwd=ROOT)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         if proc.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"in-process worker failed: {proc.communicate()[1][-1500:]}")
+            raise RuntimeError(f"{what} failed: {proc.communicate()[1][-1500:]}")
         with Counted(proc.pid) as c:
             proc.stdin.write("go\n")
             proc.stdin.flush()
@@ -145,11 +154,8 @@ def inproc(framework: str, model_url: str, folder: Path, runs: int, warmup: int)
         if proc.poll() is None:
             proc.kill()
     if not line.startswith(MARKER):
-        raise RuntimeError(f"in-process worker failed: {err[-1500:]}")
-    ok = json.loads(line[len(MARKER):])["ok"]
-    if ok != runs:
-        raise RuntimeError(f"{framework} in-process: {ok}/{runs} answers right")
-    return {"instructions": c.instructions, "runs": runs}
+        raise RuntimeError(f"{what} failed: {err[-1500:]}")
+    return c.instructions, int(json.loads(line[len(MARKER):])["ok"])
 
 
 def worker(framework: str, model_url: str, folder: str, runs: int, warmup: int) -> None:
