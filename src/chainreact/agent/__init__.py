@@ -1,6 +1,7 @@
 """The agent: one ReAct engine behind declarative documents and the programmatic API."""
 
 from .agent import Agent
+from .answer_format import AnswerFormat, AnswerFormatError, answer_format
 from .as_tool import AgentTool
 from .build import AgentRegistry
 from .cancel import CancelHandle, CancelMode
@@ -9,12 +10,14 @@ from .middleware import AgentContext, Middleware, RunState, ToolCallInfo
 from .plan import Detection, Limits, RunPlan
 from .result import RunResult
 from .run import AgentRun
+from .run_options import EXTERNAL, ExternalTool, RunOptions, external_tools, pending_external
 from .special_tools import ExitTool, ToolSearchTool
 from .streaming import StreamingFunctionTool, streaming_tool
 
 __all__ = [
-    "Agent", "AgentContext", "AgentRegistry", "AgentRun", "AgentTool", "CancelHandle", "CancelMode",
-    "Checkpoint", "Detection", "ExitTool", "Interruption", "Limits", "Middleware", "Question", "Resume",
-    "RunPlan", "RunResult", "RunState", "StreamingFunctionTool", "ToolCallInfo", "ToolInterrupt",
-    "ToolSearchTool", "streaming_tool",
+    "EXTERNAL", "Agent", "AgentContext", "AgentRegistry", "AgentRun", "AgentTool", "AnswerFormat",
+    "AnswerFormatError", "CancelHandle", "CancelMode", "Checkpoint", "Detection", "ExitTool", "ExternalTool",
+    "Interruption", "Limits", "Middleware", "Question", "Resume", "RunOptions", "RunPlan", "RunResult",
+    "RunState", "StreamingFunctionTool", "ToolCallInfo", "ToolInterrupt", "ToolSearchTool", "answer_format",
+    "external_tools", "pending_external", "streaming_tool",
 ]

@@ -34,6 +34,7 @@ from .middleware import Middleware, MiddlewareChain, with_global
 from .plan import Detection, Limits, RunPlan, planning_error
 from .result import RunResult
 from .run import AgentRun, run_sync
+from .run_options import RunOptions
 from .special_tools import ExitTool, ToolSearchTool
 from .tool_exec import LocalToolIO
 
@@ -294,16 +295,22 @@ class Agent:
 
     async def plan(self, *, metadata: Mapping[str, Any] | None = None,
                    session_values: Mapping[str, Any] | None = None,
-                   checkpoint: CheckpointFn | None = None) -> RunPlan:
+                   checkpoint: CheckpointFn | None = None, options: RunOptions | None = None) -> RunPlan:
         """The immutable plan of one run: instruction and preset messages rendered with `metadata` and
-        `session_values`, the resolved tools, limits, middleware, detection and the I/O functions."""
+        `session_values`, the resolved tools, limits, middleware, detection and the I/O functions.
+        `options`: the caller's external tools, tool choice and answer format (run_options.py)."""
         await self.prepare()
         client = self._client
+        # The in-process I/O: the client's own `call` with wrap_model bound, no frame of ours added.
+        model: Any = functools.partial(client.call, wrap=self._mw.model_wrapper())
+        tools = tuple(self._tools)
+        if options is not None:
+            tools, model = options.apply(tools, model)
         return RunPlan(
             agent=self.name,
             instruction=self._render_instruction(metadata, session_values),
             preset=tuple(self._preset(metadata)),
-            tools=tuple(self._tools),
+            tools=tools,
             return_directly=frozenset(self.return_directly),
             middleware=self._mw,
             limits=Limits(self.max_steps, self.max_step_policy, self.max_tool_output,
@@ -315,8 +322,7 @@ class Agent:
             output_key=self.output_key,
             metadata=dict(metadata or {}),
             session_values=session_values,
-            # The in-process I/O: the client's own `call` with wrap_model bound, no frame of ours added.
-            model=functools.partial(client.call, wrap=self._mw.model_wrapper()),
+            model=model,
             call_tool=self._tool_io,
             system_hook=self._inject_catalog if self._skills is not None else None,
             client=client,
@@ -329,11 +335,13 @@ class Agent:
 
     async def run(self, input: Any = None, *, stream: bool = False, metadata: Mapping[str, Any] | None = None,
                   session_values: Mapping[str, Any] | None = None, path: tuple[str, ...] = (),
-                  resume: Resume | None = None,
-                  checkpoint: CheckpointFn | None = None) -> RunResult:
+                  resume: Resume | None = None, checkpoint: CheckpointFn | None = None,
+                  options: RunOptions | None = None) -> RunResult:
         """Run to the end and return the result. `stream=True` makes streaming model calls underneath.
-        `resume` goes on from a checkpoint instead of `input`; `checkpoint` is awaited at safe points."""
-        plan = await self.plan(metadata=metadata, session_values=session_values, checkpoint=checkpoint)
+        `resume` goes on from a checkpoint instead of `input`; `checkpoint` is awaited at safe points;
+        `options` adds the caller's tools, tool choice and answer format (run_options.py)."""
+        plan = await self.plan(metadata=metadata, session_values=session_values, checkpoint=checkpoint,
+                               options=options)
         loop = ReactLoop(plan, streaming=stream, path=path, run_id=resume.run_id if resume else None)
         async for _ in loop.events(input, resume):
             pass
@@ -342,10 +350,12 @@ class Agent:
 
     async def stream(self, input: Any = None, *, metadata: Mapping[str, Any] | None = None,
                      session_values: Mapping[str, Any] | None = None, resume: Resume | None = None,
-                     checkpoint: CheckpointFn | None = None) -> AsyncIterator[Event]:
+                     checkpoint: CheckpointFn | None = None, options: RunOptions | None = None
+                     ) -> AsyncIterator[Event]:
         """Yield the run's events as they happen (streaming model calls)."""
         try:
-            plan = await self.plan(metadata=metadata, session_values=session_values, checkpoint=checkpoint)
+            plan = await self.plan(metadata=metadata, session_values=session_values, checkpoint=checkpoint,
+                                   options=options)
         except Exception as e:
             yield planning_error(self.name, e)
             raise
@@ -357,10 +367,10 @@ class Agent:
 
     def start(self, input: Any = None, *, stream: bool = True, metadata: Mapping[str, Any] | None = None,
               session_values: Mapping[str, Any] | None = None, resume: Resume | None = None,
-              checkpoint: CheckpointFn | None = None) -> AgentRun:
+              checkpoint: CheckpointFn | None = None, options: RunOptions | None = None) -> AgentRun:
         """Start a run in a task: iterate it for events, `cancel()` it, await `result()`."""
         make_plan = functools.partial(self.plan, metadata=metadata, session_values=session_values,
-                                      checkpoint=checkpoint)
+                                      checkpoint=checkpoint, options=options)
         return AgentRun(self.name, make_plan, input, stream, resume)
 
     async def resume(self, run_id: str, answers: Mapping[str, Any] | None = None, *, store: Any,
