@@ -70,3 +70,32 @@ def test_runs_resume_reloads_the_chains_the_run_was_started_with(fake_llm: Any, 
     assert json.loads(resumed.stdout)["content"] == "It is too hot."
     [chain_result] = [m["content"] for m in llm.chat_requests[2].messages if m.get("tool_call_id") == "c"]
     assert "is too hot" in chain_result  # the alarm chain ran in the resuming process
+
+
+def test_every_host_refuses_a_rulechain_tool_whose_chain_is_not_loaded(tmp_path: Path) -> None:
+    """The one path from a document to an agent (chains.agent_from_document) checks the targets for the
+    CLI, the server's catalog and `chainreact worker` alike: the missing chain is named when the agent is
+    built, not at its first run."""
+    import pytest
+
+    from chainreact.errors import ConfigError
+    from chainreact.server.catalog import Catalog
+
+    doc = {"url": "http://127.0.0.1:9/v1", "model": "m",
+           "tools": [{"type": "rulechain", "targetId": "nowhere", "name": "check"}]}
+    agent = tmp_path / "agents" / "agent.json"
+    agent.parent.mkdir()
+    agent.write_text(json.dumps(doc))
+    # The server: given as a file, it is an error; in a folder, a problem listed and the rest served.
+    with pytest.raises(ConfigError, match="nowhere") as err:
+        Catalog.load([agent, EXAMPLES / "alarm.json"])
+    assert err.value.errors == [("$.tools[0].targetId", "no loaded rule chain 'nowhere'")]
+    cat = Catalog.load([agent.parent, EXAMPLES / "alarm.json"])
+    assert "agent" not in cat.entries and "alarm" in cat.entries
+    assert any("nowhere" in p for p in cat.problems)
+    # The worker: refused before it connects to anything (port 9: nobody listens).
+    proc = subprocess.run([sys.executable, "-m", "chainreact", "worker", str(agent), "--temporal",
+                           "127.0.0.1:9", "--load", str(EXAMPLES / "alarm.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "'nowhere'" in proc.stderr and "not loaded" in proc.stderr

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from .agent_build import build_agent
 from .common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -142,8 +141,10 @@ def resolve_document(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[str, Any]) -> int:
+    from ..chains.agent_doc import agent_from_document
+
     load = list(getattr(args, "load", None) or ())
-    agent = build_agent(doc, globals_, load, args.config)
+    agent = agent_from_document(doc, globals=globals_, load=load)
     try:
         if args.state or args.session:  # checkpointed, with the session's history (cli/run_state.py)
             from .run_state import run_with_state

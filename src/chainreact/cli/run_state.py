@@ -111,10 +111,9 @@ async def _go_on(agent: Any, store: Any, result: Any, run_id: str, url: str | No
 
 async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | None, document: str | None,
                           load: list[str] | None, globals_: dict[str, Any], as_json: bool) -> int:
-    from ..config import resolve_agent_config
+    from ..chains.agent_doc import agent_from_document
     from ..state import open_store
     from ..state.checkpoint import load_snapshot
-    from .agent_build import build_agent
 
     async with await open_store(url) as store:
         snap, _ = await load_snapshot(store, run_id)
@@ -125,7 +124,7 @@ async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | Non
         answers = parse_answers(raw_answer, snap.questions)  # checked against the questions by resume
         # The chains its rulechain tools use: --load, else those `chainreact run --load` saved.
         chains = load if load else list(snap.extra.get("load") or ())
-        agent = build_agent(resolve_agent_config(doc, globals_), globals_, chains, str(doc))
+        agent = agent_from_document(doc, globals=globals_, load=chains)
         try:
             result = await agent.resume(run_id, answers, store=store)
             return await _go_on(agent, store, result, run_id, url, snap.extra.get("session"), as_json,

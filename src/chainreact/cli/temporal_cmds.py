@@ -69,8 +69,7 @@ async def _worker(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from ..agent import Agent
-    from ..config import resolve_agent_config
+    from ..chains import agent_from_document
     from ..durable import AgentHost, FlowHost, connect, durable_worker
     from .temporal_chains import chain_host, split_documents
 
@@ -78,10 +77,8 @@ async def _worker(args: argparse.Namespace) -> int:
     # Flows first (their turns are workflows too: docs/durable.md, "Chat flows"), then agents and chains.
     flow_paths = [p for p in args.config if _is_flow(p)]
     agent_paths, chain_paths = split_documents([p for p in args.config if p not in flow_paths])
-    agents = []
-    for path in agent_paths:
-        doc, extra = _with_chains(args, resolve_agent_config(path, globals_), globals_)
-        agents.append(Agent.from_config(doc, globals=globals_, **extra))
+    load = list(getattr(args, "load", None) or ())  # the chains of the agents' rulechain tools
+    agents = [agent_from_document(path, globals=globals_, load=load) for path in agent_paths]
     store = None
     if args.state:
         from ..state import open_store
@@ -130,22 +127,6 @@ def _is_flow(path: str) -> bool:
         return False  # not readable as a document: the agent loader reports it with its own message
 
 
-def _with_chains(args: argparse.Namespace, doc: Any, globals_: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """rulechain tools run on an engine holding the --load'ed chains (as `chainreact run --load`)."""
-    if not getattr(args, "load", None):
-        return doc, {}
-    import dataclasses
-
-    from ..chains import RuleEngine
-    from ..chains.tools import host_agent_parts
-
-    engine = RuleEngine(properties=globals_)
-    for path in args.load:
-        engine.load_path(path)
-    config, extra = host_agent_parts(engine, doc.config)
-    return dataclasses.replace(doc, config=config), dict(extra)
-
-
 # -- run --------------------------------------------------------------------------------------------
 
 def cmd_run_durable(args: argparse.Namespace, prompt: str) -> int:
@@ -155,7 +136,6 @@ def cmd_run_durable(args: argparse.Namespace, prompt: str) -> int:
 
 
 async def _run(args: argparse.Namespace, prompt: str) -> int:
-    from ..agent import Agent
     from ..config import resolve_agent_config
     from ..durable import DurableAgent, connect
 
@@ -164,7 +144,7 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
         raise UsageError("--jsonl/--stream with --temporal read the run's events from the workers' state "
                          "store: give --state URL (the workers' --state)")
     doc = resolve_agent_config(args.config, build_globals(args.globals, args.globals_file))
-    name = Agent.from_config(doc).name
+    name = doc.name  # the workers serve the document's agent by this name (chains.agent_from_document)
     client = await connect(_address(args), namespace=args.namespace)
     durable = DurableAgent(name, client=client, task_queue=args.task_queue)
     run = await durable.start(prompt, stream=streaming)

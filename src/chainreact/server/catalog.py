@@ -77,23 +77,12 @@ class Catalog:
     def _load(self, path: Path, data: Any, kind: str, globals_: dict[str, Any], *, quiet: bool) -> None:
         try:
             if kind == "agent":
-                from ..agent import Agent
-                from ..config import resolve_agent_config
-
-                doc = resolve_agent_config(path, globals_)
-                extra: dict[str, Any] = {}
-                if self.engine is not None:
-                    import dataclasses
-
-                    from ..chains.tools import host_agent_parts
-
-                    config, extra = host_agent_parts(self.engine, doc.config)
-                    doc = dataclasses.replace(doc, config=config)
+                from ..chains import agent_from_document
                 from .ops_stats import ObserverMiddleware
 
                 ident = (data.get("id") if isinstance(data, dict) else None) or path.stem
                 observe = [ObserverMiddleware(self.observers, str(ident))]
-                agent = Agent.from_config(doc, globals=globals_, middleware=observe, **extra)
+                agent = agent_from_document(path, globals=globals_, engine=self.engine, middleware=observe)
                 self._add(Entry(str(ident), "agent", str(path), agent, agent.description))
             elif kind == "chain":
                 engine = self.chain_engine(globals_)
