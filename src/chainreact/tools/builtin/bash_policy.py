@@ -5,6 +5,9 @@ A command line is split (shlex, with shell operators as punctuation) into simple
 `>(...)`), `bash -c '...'`, `eval ...`, `find -exec ...` and wrappers such as `env`, `nohup`,
 `timeout`, `xargs` are checked as commands too. When in doubt the checker refuses: text it cannot
 split (unbalanced quotes or parentheses) and command names computed at run time (`$cmd`, globs).
+Constructs that make bash run code from a variable's value are in bash_hidden.py: `${x@P}` is refused
+always; with an allow list, so are arithmetic and subscripts over variables, `${!x}`, computed variable
+names, assignments to `PATH`/`LD_PRELOAD`/..., and commands given by a path the allow list does not name.
 
 This is a guardrail against a model's mistakes, not a sandbox: an interpreter (`python -c`, a script
 file) can still do anything the user running chainreact can.
@@ -18,6 +21,9 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from . import bash_hidden
+from .bash_hidden import Refused
 
 OPERATOR_CHARS = "();<>|&\n"
 MAX_DEPTH = 8
@@ -43,6 +49,8 @@ SAFE_BUILTINS = frozenset({"cd", "pwd", "echo", "printf", "true", "false", "test
 # Words that start a compound command; the real command follows them.
 RESERVED_PREFIX = frozenset({"!", "{", "}", "if", "then", "elif", "else", "fi", "do", "done", "while",
                              "until", "time", "coproc", "]]", "esac"})
+# System directories: read-only in the sandbox, so a command there is the one its name says.
+SYSTEM_BIN_DIRS = ("/usr/", "/bin/", "/sbin/")
 # Segments that start with these do not run a command themselves (`for x in a b`, `case $x in`).
 NON_COMMAND = frozenset({"for", "select", "case"})
 # Run the command given in their arguments.
@@ -54,10 +62,6 @@ FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _DURATION = re.compile(r"^[0-9.]+[smhd]?$")
-
-
-class Refused(Exception):
-    """The command line is not allowed; the message says which command and which rule."""
 
 
 @dataclass(slots=True)
@@ -85,6 +89,9 @@ class CommandPolicy:
 
     def check(self, command: str) -> None:
         """Raise Refused naming the offending command, or return if every command may run."""
+        bash_hidden.check_prompt_expansion(command)
+        if self.allow:
+            bash_hidden.check_runtime_code(command)
         self._check_line(command, 0)
 
     # --- line level ---------------------------------------------------------------------------------
@@ -107,6 +114,9 @@ class CommandPolicy:
         i = 0
         while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in RESERVED_PREFIX):
             i += 1
+        if self.allow:
+            rest = words[i + 1:] if i < len(words) else []
+            bash_hidden.check_command(words[i] if i < len(words) else "", rest, words[:i])
         if i == len(words) or words[i] in NON_COMMAND:
             return
         if words[i] == "function":  # `function name { ...`: a definition, the body is checked separately
@@ -120,7 +130,7 @@ class CommandPolicy:
         base = os.path.basename(name) or name
         text = " ".join([base, *args])
         self._check_deny(base, args, text)
-        self._check_allow(base, text)
+        self._check_allow(name, base, text)
         self._check_nested(base, args, depth)
 
     def _check_deny(self, base: str, args: list[str], text: str) -> None:
@@ -139,14 +149,25 @@ class CommandPolicy:
         default = self.default_deny and pattern in defaults and pattern not in self.deny
         return "default" if default else "configured"
 
-    def _check_allow(self, base: str, text: str) -> None:
-        if not self.allow or base in SAFE_BUILTINS:
+    def _check_allow(self, name: str, base: str, text: str) -> None:
+        if not self.allow or (base in SAFE_BUILTINS and "/" not in name):
             return
+        # `./ls` runs whatever file is there: a path matches only an entry that names a path, or, in the
+        # system directories (read-only in the sandbox), the entry of its base name.
+        by_base = "/" not in name or name.startswith(SYSTEM_BIN_DIRS)
         for pattern in self.allow:
             p = pattern.strip()
-            target = text if " " in p else base
+            if "/" in p.split(" ", 1)[0]:
+                target = " ".join([name, *text.split(" ")[1:]]) if " " in p else name
+            elif not by_base:
+                continue
+            else:
+                target = text if " " in p else base
             if fnmatch.fnmatchcase(target, p):
                 return
+        if not by_base:
+            raise Refused(f"{_short(name)!r} runs the file at that path, which the allow list does not name "
+                          f"({', '.join(self.allow)}); list the path itself to allow it")
         raise Refused(f"{_short(text)!r} is not on the allow list ({', '.join(self.allow)})")
 
     def _check_nested(self, base: str, args: list[str], depth: int) -> None:
@@ -171,6 +192,10 @@ class CommandPolicy:
                               f"pass the commands directly (or as {base} -c '...')")
         elif base == "eval":
             self._check_line(" ".join(args), depth + 1)
+        elif base == "trap":  # `trap 'commands' SIGNAL`: the handler is a command line
+            handler = [a for a in args if a != "--"][:1]
+            if handler and not handler[0].startswith("-"):
+                self._check_line(handler[0], depth + 1)
         elif base == "find":
             for inner in find_exec_commands(args):
                 self._check_command(inner, depth + 1)
@@ -213,6 +238,14 @@ def split_commands(tokens: list[str], offset: int = 0) -> list[SimpleCommand]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
+        if tok.startswith("(("):
+            end = _arith_end(tokens, i)
+            if end is not None:  # `((...))`, `$((...))`: arithmetic, no command inside (bash_hidden.py)
+                if set(tokens[end]) - {"(", ")"} and words:
+                    out.append(SimpleCommand(words, start + offset))
+                    words = []
+                i = end + 1
+                continue
         if is_operator(tok):
             prev = tokens[i - 1] if i else ""
             inline = tok.startswith(("<(", ">(")) or (
@@ -247,6 +280,26 @@ def split_commands(tokens: list[str], offset: int = 0) -> list[SimpleCommand]:
     if words:
         out.append(SimpleCommand(words, start + offset))
     return out
+
+
+def _arith_end(tokens: list[str], i: int) -> int | None:
+    """Index of the token closing the `((` at tokens[i] when it is arithmetic, else None.
+
+    Bash reads `((` as arithmetic only when the two parentheses close together (`))`); otherwise, as in
+    `((ls); (id))`, they are two subshells, whose commands must be checked."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        t = tokens[j]
+        if not is_operator(t):
+            continue
+        for k, c in enumerate(t):
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 1 and j > i:
+                    return j if t[k + 1:k + 2] == ")" else None
+    return None
 
 
 def _group_end(tokens: list[str], i: int) -> int:
