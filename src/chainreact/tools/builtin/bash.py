@@ -3,7 +3,9 @@
 Each command runs as `/bin/bash -c COMMAND` in a new session (so its own process group), with cwd =
 workDir, stdin from /dev/null and a minimal environment; where bubblewrap works, inside the OS
 sandbox of sandbox.py. When bash exits, times out or the call is cancelled, the whole session is
-killed (process.py), so background children never outlive the call.
+killed (process.py), so background children never outlive the call. A call may have at most
+`maxProcesses` processes (limits.py: a pids cgroup, or a watchdog) and, in the sandbox, a /tmp of at
+most `maxTmpSize` bytes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ...errors import ConfigError
 from ..base import Tool, ToolContext, ToolOutput
 from .bash_policy import CommandPolicy, Refused
 from .configs import BashConfig, IgnoredConfigWarning, parse_config
+from .limits import CallLimit
 from .output import HeadTail
 from .process import kill_session
 from .sandbox import Sandbox, resolve_sandbox
@@ -28,6 +31,8 @@ from .workspace import Workspace, description_from, workspace_from_config
 
 DEFAULT_TIMEOUT_MS = 60_000
 DEFAULT_MAX_OUTPUT = 30_000
+DEFAULT_MAX_PROCESSES = 1024
+DEFAULT_MAX_TMP_SIZE = 512 << 20
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # After bash exits and its group is killed, how long to wait for the pipes to close. Only a process
 # that left the group (setsid) can keep them open; its later output is then not captured.
@@ -42,6 +47,7 @@ class BashResult:
     stderr: HeadTail
     timed_out: bool
     undrained: bool
+    process_limit: int = 0  # the limit, when the call reached it and was killed
 
 
 class BashTool(Tool):
@@ -50,13 +56,15 @@ class BashTool(Tool):
     def __init__(self, workspace: Workspace, *, timeout: float = DEFAULT_TIMEOUT_MS / 1000,
                  max_output: int = DEFAULT_MAX_OUTPUT, policy: CommandPolicy | None = None,
                  env: dict[str, str] | None = None, sandbox: Sandbox | None = None,
-                 shell: str = "/bin/bash", deny_args: tuple[str, ...] = (), description: str | None = None):
+                 shell: str = "/bin/bash", deny_args: tuple[str, ...] = (), description: str | None = None,
+                 max_processes: int = DEFAULT_MAX_PROCESSES):
         self.workspace = workspace
         self.sandbox = sandbox
         self.shell = shell
         self.deny_args = deny_args
         self.max_seconds = timeout
         self.max_output = max_output
+        self.max_processes = max_processes
         self.policy = policy or CommandPolicy()
         self.extra_env = dict(env or {})
         self._groups: set[int] = set()
@@ -116,15 +124,23 @@ class BashTool(Tool):
         return env
 
     async def execute(self, command: str, timeout: float) -> BashResult:
-        limit = self.max_output * 4  # bytes per stream kept at each end; enough for max_output characters
-        out, err = HeadTail(limit), HeadTail(limit)
+        keep = self.max_output * 4  # bytes per stream kept at each end; enough for max_output characters
+        out, err = HeadTail(keep), HeadTail(keep)
         started = time.monotonic()
-        # The spawn runs as its own task, shielded: a cancel or aclose() that lands while the child is
-        # being created cannot lose its pid; the child is killed as soon as the spawn completes.
         env = self.environment()
         argv = [self.shell, "-c", command]
         if self.sandbox is not None:
             argv = self.sandbox.argv(self.shell, command, env["PATH"].split(":"))
+        limit = CallLimit(self.max_processes)
+        try:
+            return await self._run(limit.wrap(argv), env, limit, out, err, started, timeout)
+        finally:
+            await limit.close()
+
+    async def _run(self, argv: list[str], env: dict[str, str], limit: CallLimit, out: HeadTail,
+                   err: HeadTail, started: float, timeout: float) -> BashResult:
+        # The spawn runs as its own task, shielded: a cancel or aclose() that lands while the child is
+        # being created cannot lose its pid; the child is killed as soon as the spawn completes.
         spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
             *argv,
             cwd=self.workspace.root, env=env,
@@ -143,6 +159,7 @@ class BashTool(Tool):
         if self._closing:
             kill_session(pgid)  # aclose() ran while this child was being spawned
         self._groups.add(pgid)
+        limit.start(pgid, kill_session)
         assert proc.stdout is not None and proc.stderr is not None
         readers = [asyncio.create_task(_pump(proc.stdout, out)), asyncio.create_task(_pump(proc.stderr, err))]
         timed_out = False
@@ -177,7 +194,9 @@ class BashTool(Tool):
             if transport is not None:
                 transport.close()
         code = None if timed_out else proc.returncode
-        return BashResult(code, duration, out, err, timed_out, undrained)
+        await limit.close()
+        return BashResult(code, duration, out, err, timed_out, undrained,
+                          limit.max_processes if limit.reached else 0)
 
     def format(self, r: BashResult, timeout: float) -> str | ToolOutput:
         budget = self.max_output
@@ -185,6 +204,10 @@ class BashTool(Tool):
         err_cap = min(max(r.stderr.total, 1), max(budget // 4, budget - r.stdout.total))
         out_cap = max(1, budget - min(r.stderr.total, err_cap))
         parts = []
+        if r.process_limit:
+            parts.append(f"Error: the command reached its limit of {r.process_limit} processes "
+                         "(maxProcesses) and was killed; its process group is gone. Run fewer processes "
+                         "at once.")
         if r.timed_out:
             parts.append(f"Error: command timed out after {timeout:g} s; its process group was killed. "
                          "Output so far is below. Use a longer timeout or run less at once.")
@@ -198,7 +221,7 @@ class BashTool(Tool):
             parts.append("[note: a process that left the command's process group still holds its output; "
                          "output after the command exited is not shown]")
         text = "\n".join(parts)
-        return ToolOutput(content=text, is_error=True) if r.timed_out else text
+        return ToolOutput(content=text, is_error=True) if r.timed_out or r.process_limit else text
 
     def _kill_spawned(self, spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
         """Done-callback of a spawn whose caller went away: kill the child, then reap it."""
@@ -314,13 +337,13 @@ def create(config: dict[str, Any], descriptor: Any = None) -> Tool:
     try:
         sandbox = resolve_sandbox(c.sandbox, str(workspace.root), network=c.network,
                                   read_only=(*_paths(c.readOnlyPaths, "readOnlyPaths"), *_shell_dir(shell)),
-                                  writable=_paths(c.writablePaths, "writablePaths"))
+                                  writable=_paths(c.writablePaths, "writablePaths"), tmp_size=c.maxTmpSize)
     except RuntimeError as e:
         raise ConfigError(f"tools.bash.config.sandbox is \"bwrap\" but {e}; install bubblewrap "
                           "(apt-get install bubblewrap) or use sandbox: \"auto\" or \"off\"",
                           errors=[("tools.bash.config.sandbox", str(e))]) from None
     tool = BashTool(workspace, timeout=timeout_ms / 1000, max_output=budget, policy=policy, env=c.env,
-                    sandbox=sandbox, shell=shell, deny_args=tuple(c.denyArgs))
+                    sandbox=sandbox, shell=shell, deny_args=tuple(c.denyArgs), max_processes=c.maxProcesses)
     tool.description = description_from(descriptor, tool.description)
     return tool
 

@@ -121,6 +121,12 @@ class BashConfig(BuiltinConfig):
     network: StrictBool = Field(False, description="Keep the network inside the sandbox.")
     readOnlyPaths: Strings = Field(default_factory=list, description="Extra read-only paths in the sandbox.")
     writablePaths: Strings = Field(default_factory=list, description="Extra writable paths in the sandbox.")
+    maxProcesses: Annotated[int, Field(ge=0), BeforeValidator(_no_bool)] = Field(
+        1024, description="Processes (and, with a pids cgroup, threads) one call may have; past it the call "
+                          "is killed. 0: no limit.")
+    maxTmpSize: Annotated[int, Field(ge=0), BeforeValidator(_no_bool)] = Field(
+        512 << 20, description="Bytes the sandbox's /tmp (memory) may hold. 0: the kernel's default, half "
+                               "the memory.")
 
     def output_budget(self) -> int:
         if self.maxOutput is not None:

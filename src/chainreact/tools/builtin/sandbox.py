@@ -4,7 +4,8 @@ What the command sees inside (see docs/security.md for the guarantees and the li
 - the system directories (/usr, /etc, /opt and the merged-/usr links) read-only, with /etc's secrets
   (/etc/shadow, /etc/gshadow, /etc/sudoers*, /etc/ssh) masked; the directories of PATH and the
   configured `readOnlyPaths` read-only; `workDir` and `writablePaths` writable; everything else (home
-  directories, /root, /var, /srv, /mnt, the real /tmp) absent. /tmp is an empty tmpfs per call.
+  directories, /root, /var, /srv, /mnt, the real /tmp) absent. /tmp is an empty tmpfs per call, of at
+  most `tmp_size` bytes (bwrap >= 0.8; tmpfs is memory, and without a size the kernel allows half of it).
 - its own PID namespace with its own /proc: no other process of the machine is visible, so neither
   the parent's environment (/proc/<ppid>/environ) nor a signal can reach them;
 - its own network namespace (loopback only, nothing listening) unless `network: true`;
@@ -52,6 +53,7 @@ class Sandbox:
     read_only: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()
     disable_userns: bool = True  # bwrap >= 0.8
+    tmp_size: int = 0  # bytes of /tmp; 0: the kernel's default (half the memory)
 
     def argv(self, shell: str, command: str, path_dirs: Sequence[str] = ()) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
@@ -71,7 +73,10 @@ class Sandbox:
         for p in MASKED_DIRS:
             if os.path.isdir(p):
                 args += ["--tmpfs", p, "--remount-ro", p]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if self.tmp_size > 0:
+            args += ["--size", str(self.tmp_size)]
+        args += ["--tmpfs", "/tmp"]
         for p in (*_outside_system(path_dirs), *self.read_only):
             args += ["--ro-bind-try", p, p]
         for p in (*self.writable, self.workdir):
@@ -96,7 +101,8 @@ def _outside_system(dirs: Sequence[str]) -> list[str]:
 
 
 _probe_lock = threading.Lock()
-_probed: dict[str, tuple[str | None, bool]] = {}  # bwrap path -> (why it cannot work, disable_userns)
+# bwrap path -> (why it cannot work, --disable-userns works, --size works)
+_probed: dict[str, tuple[str | None, bool, bool]] = {}
 _warned = False
 
 
@@ -105,20 +111,24 @@ def find_bwrap() -> str | None:
         (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None)
 
 
-def probe(bwrap: str) -> tuple[str | None, bool]:
-    """(None when `bwrap` can build the sandbox here, else the reason; whether --disable-userns works).
+def probe(bwrap: str) -> tuple[str | None, bool, bool]:
+    """(None when `bwrap` can build the sandbox here, else the reason; whether --disable-userns works;
+    whether --size works).
 
     Cached per process. bwrap needs unprivileged user namespaces (or root); containers and some
     kernels forbid them.
     """
     with _probe_lock:
         if bwrap not in _probed:
-            reason = _try(Sandbox(bwrap, "/tmp"))
-            disable = True
+            reason = _try(Sandbox(bwrap, "/tmp", tmp_size=1 << 20))
+            disable = sized = True
             if reason is not None and "disable-userns" in reason:  # bwrap older than 0.8
                 disable = False
-                reason = _try(Sandbox(bwrap, "/tmp", disable_userns=False))
-            _probed[bwrap] = (reason, disable)
+                reason = _try(Sandbox(bwrap, "/tmp", disable_userns=False, tmp_size=1 << 20))
+            if reason is not None and "size" in reason:
+                sized = False
+                reason = _try(Sandbox(bwrap, "/tmp", disable_userns=disable))
+            _probed[bwrap] = (reason, disable, sized)
         return _probed[bwrap]
 
 
@@ -135,7 +145,7 @@ def _try(box: Sandbox) -> str | None:
 
 
 def resolve_sandbox(mode: str, workdir: str, *, network: bool = False, read_only: Sequence[str] = (),
-                    writable: Sequence[str] = ()) -> Sandbox | None:
+                    writable: Sequence[str] = (), tmp_size: int = 0) -> Sandbox | None:
     """The Sandbox for `mode`, or None (off, or auto without a working bwrap: warned once).
 
     Raises RuntimeError for `bwrap` when bubblewrap is missing or cannot work here.
@@ -144,9 +154,11 @@ def resolve_sandbox(mode: str, workdir: str, *, network: bool = False, read_only
     if mode == "off":
         return None
     bwrap = find_bwrap()
-    reason, disable_userns = ("bubblewrap (bwrap) is not installed", False) if bwrap is None else probe(bwrap)
+    reason, disable_userns, sized = ("bubblewrap (bwrap) is not installed", False, False) if bwrap is None \
+        else probe(bwrap)
     if reason is None and bwrap is not None:
-        return Sandbox(bwrap, workdir, network, tuple(read_only), tuple(writable), disable_userns)
+        return Sandbox(bwrap, workdir, network, tuple(read_only), tuple(writable), disable_userns,
+                       tmp_size if sized else 0)
     if mode == "bwrap":
         raise RuntimeError(reason)
     if not _warned:
