@@ -55,7 +55,7 @@ def run(llm: FakeLLM) -> None:
               r.json()["error"]["code"])
 
         # the watched folder: a broken edit is reported, the old version keeps serving
-        watcher = app.state.ctx.extras["watcher"]
+        watcher = app.state.ctx.watcher
         while not watcher.ready:
             time.sleep(0.05)
         (folder / "helper.json").write_text('{"id": "helper", ')

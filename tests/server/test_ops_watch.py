@@ -40,7 +40,7 @@ def test_watched_folder_reloads_unloads_and_reports(fake_llm: Any, tmp_path: Pat
     folder = tmp_path / "served"
     docs = {"helper.json": agent_doc(v1.url), "echo.json": echo_chain()}
     with serve(folder, docs, watch=[folder], watch_debounce_ms=50) as srv:
-        watcher = srv.server.config.app.state.ctx.extras["watcher"]
+        watcher = srv.server.config.app.state.ctx.watcher
         wait_until(lambda: watcher.ready, "the watcher to be in place")
         assert _ask(srv.url) == "v1"
 
@@ -90,7 +90,7 @@ def test_no_watching_unless_asked(fake_llm: Any, tmp_path: Path) -> None:
     llm = fake_llm([{"text": "x"}])
     folder = tmp_path / "served"
     with serve(folder, {"helper.json": agent_doc(llm.url)}) as srv:
-        assert "watcher" not in srv.server.config.app.state.ctx.extras
+        assert srv.server.config.app.state.ctx.watcher is None
 
 
 def test_apply_changes_keeps_the_old_version_of_what_no_longer_loads(fake_llm: Any, tmp_path: Path) -> None:

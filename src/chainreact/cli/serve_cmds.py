@@ -10,9 +10,12 @@ import os
 import signal
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals
+
+if TYPE_CHECKING:
+    from ..server.users import UserStore
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -22,7 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(hash_key(args.hash_key))
         return EXIT_OK
     if args.hash_password:
-        from ..server.login import hash_password
+        from ..server.users import hash_password
 
         print(hash_password(args.hash_password))
         return EXIT_OK
@@ -31,7 +34,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from ..server import Catalog, KeyStore, create_app
+        from ..server import Catalog, KeyStore, ServerConfig, create_app
     except ImportError as exc:
         raise UsageError(f"serve needs the 'server' extra: pip install 'chainreact[server]' ({exc})"
                          ) from None
@@ -49,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         parse_rate(args.rate_limit, "--rate-limit")  # refused before anything loads
     catalog = Catalog.load(args.paths, globals=build_globals(args.globals, args.globals_file))
     keys = KeyStore.load(args.keys) if args.keys else None
-    extras = _login_extras(args)
+    users = _users(args)
     if keys is None and not _loopback(args.host):
         print(f"warning: serving on {args.host} without --keys: anyone who reaches this port can run "
               "every agent and chain", file=sys.stderr)
@@ -83,23 +86,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if state and (args.runs_ttl is not None or args.runs_max is not None):
         print("warning: --runs-ttl/--runs-max prune the in-memory runs store only; with --state every run "
               "is kept", file=sys.stderr)
-    extras.update({k: v for k, v in (("runs_ttl", args.runs_ttl), ("runs_max", args.runs_max))
-                   if v is not None})
     if args.temporal:
         if not state:
             raise UsageError("serve --temporal needs --state URL: the workers write the runs' events there "
                              "(start them with the same --state)")
-        extras.update(temporal=args.temporal, task_queue=args.task_queue, namespace=args.namespace,
-                      heartbeat_timeout=args.heartbeat_timeout)
         print(f"agent runs: Temporal at {args.temporal}, task queue {args.task_queue!r} (chainreact worker)",
               file=sys.stderr)
-    app = create_app(catalog, keys=keys, body_limit=args.body_limit, state=state, grace=args.grace,
-                     body_timeout=args.body_timeout, rate_limit=args.rate_limit,
-                     cors_origins=args.cors_origin or [], access_log=args.access_log, watch=watch, **extras)
+    server_config = ServerConfig(
+        keys=keys, body_limit=args.body_limit, body_timeout=args.body_timeout, rate_limit=args.rate_limit,
+        cors_origins=args.cors_origin or [], state=state, grace=args.grace, runs_ttl=args.runs_ttl,
+        runs_max=args.runs_max, temporal=args.temporal or None, task_queue=args.task_queue,
+        namespace=args.namespace, heartbeat_timeout=args.heartbeat_timeout if args.temporal else None,
+        users=users, secret=args.secret, token_ttl=args.token_ttl,
+        access_log=args.access_log, watch=watch, host=args.host, port=args.port, loop=args.loop,
+        http=args.http, forwarded_allow_ips=args.forwarded_allow_ips)
+    app = create_app(catalog, server_config)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                             timeout_graceful_shutdown=max(args.grace, 0.001), access_log=False,
                             forwarded_allow_ips=args.forwarded_allow_ips, loop=args.loop, http=args.http)
-    _graceful_server(config, app.state.ctx.extras["runs"]).run()
+    _graceful_server(config, app.state.ctx.runs).run()
     return EXIT_OK
 
 
@@ -139,15 +144,12 @@ def tune_gc() -> None:
     gc.set_threshold(10_000)
 
 
-def _login_extras(args: argparse.Namespace) -> dict[str, object]:
+def _users(args: argparse.Namespace) -> UserStore | None:
     """Users for POST /api/v1/login (server/login.py): --users, else the keys file's `users:` section."""
-    from ..server.login import UserStore
+    from ..server.users import UserStore
 
-    users = UserStore.load(args.users) if args.users else \
+    return UserStore.load(args.users) if args.users else \
         UserStore.load(args.keys, required=False) if args.keys else None
-    if users is None:
-        return {}
-    return {"users": users, "secret": args.secret, "token_ttl": args.token_ttl}
 
 
 def _positive(text: str) -> float:

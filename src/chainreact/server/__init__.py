@@ -3,12 +3,13 @@
 Needs the `server` extra (Starlette, uvicorn). `chainreact serve PATH...` is the command line; in Python:
 
     catalog = Catalog.load(["examples/"], globals={...})
-    app = create_app(catalog, keys=KeyStore.load("keys.yaml"))
+    app = create_app(catalog, keys=KeyStore.load("keys.yaml"))   # or create_app(catalog, ServerConfig(...))
 """
 
 from .app import create_app
 from .auth import KeyStore
 from .background import serve_in_background
 from .catalog import Catalog
+from .config import ServerConfig, ServerOptionError
 
-__all__ = ["Catalog", "KeyStore", "create_app", "serve_in_background"]
+__all__ = ["Catalog", "KeyStore", "ServerConfig", "ServerOptionError", "create_app", "serve_in_background"]

@@ -6,12 +6,15 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
     mcp_routes      /mcp (MCP streamable HTTP)
-    metrics         GET /metrics
+    ops             GET /metrics (with the middleware below)
     playground_routes   / (the web playground), /playground/...
     runs_routes     /api/v1/agents/{id}/runs, /api/v1/runs/... (and the run registry the chat routes use)
     (here)          GET /healthz, /readyz
-Around them, ops.setup(ctx) composes the middleware (metrics, access log, CORS) and the rate limits,
-body timeout and folder watcher that `create_app` keywords ask for (server/ops.py lists them).
+Around them, ops.setup(ctx) composes the middleware (metrics, access log, CORS) and the rate limits and
+folder watcher that the configuration asks for (server/ops.py lists them).
+
+The configuration is one typed object, `ServerConfig` (server/config.py): every option of `chainreact
+serve`, given whole or as keywords; route modules read it as `ctx.config`.
 
 To add a wing of routes: a new module with `routes(ctx)`, and its line in ROUTE_MODULES.
 """
@@ -33,16 +36,15 @@ from . import (
     flows_routes,
     login,
     mcp_routes,
-    metrics,
     openai_routes,
     ops,
     playground_routes,
     rulego_routes,
     runs_routes,
 )
-from .auth import KeyStore
 from .catalog import Catalog
-from .context import DEFAULT_BODY_LIMIT, ServerContext, read_body
+from .config import DEFAULT_BODY_LIMIT, ServerConfig, ServerOptionError
+from .context import ServerContext, read_body
 
 log = logging.getLogger("chainreact.server")
 
@@ -53,19 +55,20 @@ ROUTE_MODULES = (
     flows_routes,
     login,
     mcp_routes,
-    metrics,
+    ops,
     playground_routes,
     runs_routes,
 )
 
-__all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "create_app", "read_body"]
+__all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "ServerConfig", "ServerOptionError", "create_app",
+           "read_body"]
 
 
-def create_app(catalog: Catalog, *, keys: KeyStore | None = None, body_limit: int = DEFAULT_BODY_LIMIT,
-               **extras: Any) -> Starlette:
-    """The app serving `catalog`. `extras` land in `ServerContext.extras` for route modules that need
-    more (each module documents the names it reads)."""
-    ctx = ServerContext(catalog=catalog, keys=keys, body_limit=body_limit, extras=dict(extras))
+def create_app(catalog: Catalog, config: ServerConfig | None = None, /, **options: Any) -> Starlette:
+    """The app serving `catalog`, configured by `config` (default: every default) with `options` set on
+    it: keywords named as ServerConfig's fields (`keys=`, `state=`, `rate_limit=`...). An unknown keyword
+    raises ServerOptionError naming it (and the option it was probably meant to be)."""
+    ctx = ServerContext(catalog=catalog, config=ServerConfig.of(config, options))
     middleware = ops.setup(ctx)
 
     async def healthz(request: Request) -> Response:

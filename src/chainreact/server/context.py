@@ -1,8 +1,11 @@
-"""What every route module shares: the catalog, the keys, the body limit, background tasks, shutdown hooks.
+"""What every route module shares: the catalog, the configuration, the app's services, background tasks,
+startup and shutdown hooks.
 
 A route module exposes `routes(ctx) -> list[Route]`; `create_app` concatenates them. Each handler is
 wrapped by `ctx.guard(permission, ident_param)`, which checks the API key (when a keys file is given) and
-reads the body under the limit into `request.state.body`.
+reads the body under the limit into `request.state.body`. Options are typed fields of `ctx.config`
+(server/config.py); what one module makes for others (the run registry, the Temporal dispatcher, metrics,
+the flows runtime) is a typed field of the context, set by the module named beside it.
 """
 
 from __future__ import annotations
@@ -11,17 +14,26 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from .auth import KeyStore
 from .catalog import Catalog
+from .config import ServerConfig
 from .openai_api import error
 
-DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
+if TYPE_CHECKING:
+    from ..state import Store
+    from .durable_dispatch import TemporalDispatcher
+    from .flows_runtime import FlowRuntime
+    from .metrics import ServerMetrics
+    from .ratelimit import RateLimiter
+    from .runs_registry import RunRegistry
+    from .users import UserStore
+    from .watch import CatalogWatcher
+
 MAX_IDENT = 256
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -81,11 +93,14 @@ def is_openai_path(path: str) -> bool:
 @dataclass
 class ServerContext:
     catalog: Catalog
-    keys: KeyStore | None = None
-    body_limit: int = DEFAULT_BODY_LIMIT
-    # Anything a route module wants to share with others (a state store, a run registry, metrics...),
-    # by a name the module documents.
-    extras: dict[str, Any] = field(default_factory=dict)
+    config: ServerConfig = field(default_factory=ServerConfig)
+    # The app's services, each set by one module while the app is made (None: that part is off).
+    runs: RunRegistry | None = None  # runs_routes: the run registry (its store opens at startup)
+    dispatch: TemporalDispatcher | None = None  # runs_routes, with `temporal`: runs on Temporal workers
+    metrics: ServerMetrics | None = None  # ops.setup, unless `metrics=False`
+    rate_limiter: RateLimiter | None = None  # ops.setup, with a rate limit
+    watcher: CatalogWatcher | None = None  # ops.setup, with `watch`
+    login_secret: bytes | None = None  # login: the secret signing this app's tokens, made on first use
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     # Called, in order, when the app starts (inside the server's event loop: open stores, start
     # background tasks such as the folder watcher).
@@ -99,7 +114,46 @@ class ServerContext:
     # Run by `guard` after auth, before the body is read; the first Response returned refuses the request
     # (rate limits: server/ratelimit.py).
     checks: list[Callable[[Request], Response | None]] = field(default_factory=list)
-    body_timeout: float | None = DEFAULT_BODY_TIMEOUT
+    _flows: FlowRuntime | None = field(default=None, repr=False)
+
+    @property
+    def keys(self) -> KeyStore | None:
+        return self.config.keys
+
+    @property
+    def body_limit(self) -> int:
+        return self.config.body_limit
+
+    @property
+    def body_timeout(self) -> float | None:
+        return self.config.body_timeout
+
+    @property
+    def users(self) -> UserStore | None:
+        """The users who may log in (server/login.py), or None: login is off."""
+        return self.config.users
+
+    @property
+    def store(self) -> Store | None:
+        """The server's state store, once the app has started (the runs API opens it: the `state` URL,
+        else a private in-memory SQLite store); None before, or without the runs API."""
+        return self.runs.store if self.runs is not None else None
+
+    @property
+    def flows(self) -> FlowRuntime:
+        """The served flows bound to the server's store (server/flows_runtime.py), made on first use."""
+        if self._flows is None:
+            from .flows_runtime import FlowRuntime
+
+            self._flows = FlowRuntime(self)
+            self.on_shutdown.append(self._flows.aclose)
+        return self._flows
+
+    def durable(self, kind: str, ident: str) -> TemporalDispatcher | None:
+        """The dispatcher that runs catalog entry `ident` of `kind` on Temporal workers (`serve --temporal`),
+        or None: it runs in process."""
+        d = self.dispatch
+        return d if d is not None and d.serves(kind, ident) else None
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A background task the app keeps a reference to, and cancels at shutdown if still running."""
@@ -110,7 +164,7 @@ class ServerContext:
 
     def guard(self, permission: str, ident_param: str | None = None) -> Callable[[Handler], Handler]:
         """Auth (when a keys file is given) and the body limit, around one route."""
-        keys, limit, checks = self.keys, self.body_limit, self.checks
+        keys, limit, checks, body_timeout = self.keys, self.body_limit, self.checks, self.body_timeout
 
         def wrap(fn: Handler) -> Handler:
             async def handler(request: Request) -> Response:
@@ -135,13 +189,13 @@ class ServerContext:
                     if (refused := check(request)) is not None:
                         return refused
                 try:
-                    request.state.body = await read_body(request, limit, self.body_timeout) \
+                    request.state.body = await read_body(request, limit, body_timeout) \
                         if request.method in ("POST", "PUT", "PATCH") else b""
                 except _TooLarge:
                     return error(413, f"the request body is larger than the limit of {limit} bytes",
                                  code="body_too_large")
                 except TimeoutError:
-                    return error(408, f"the request body did not arrive within {self.body_timeout:g} s",
+                    return error(408, f"the request body did not arrive within {body_timeout:g} s",
                                  code="request_timeout", headers={"Connection": "close"})
                 except ClientDisconnect:
                     return Response(status_code=499)

@@ -1,7 +1,7 @@
 """`chainreact serve --temporal ADDRESS`: the server's agent runs dispatched to Temporal workers.
 
 The server keeps its routes, its run registry and its state store; what changes is who runs an agent.
-With a dispatcher installed (`RunRegistry.dispatcher`, also at `ServerContext.extras["dispatch"]`), the
+With a dispatcher installed (`RunRegistry.dispatcher`, also at `ServerContext.dispatch`), the
 registry asks it `serves(kind, target)` before running anything in process, and a run it serves becomes a
 workflow on the task queue (chainreact.durable), executed by `chainreact worker` processes:
 
@@ -43,37 +43,40 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..types import ErrorEvent
 from .durable_runs import FORMAT, DurableAgentRun, LeftRunning
 from .runs_registry import LiveRun, RunRegistry
 
+if TYPE_CHECKING:
+    from .config import ServerConfig
+
 log = logging.getLogger("chainreact.server.durable")
 
 DESCRIBE_TIMEOUT = 5.0
-DEFAULT_QUEUE = "chainreact"  # as `chainreact worker`'s default
 
 
-def install(ctx: Any, registry: RunRegistry) -> TemporalDispatcher | None:
-    """Install the Temporal dispatcher when the app was made with `temporal=ADDRESS` (extras: `temporal`,
-    `task_queue`, `namespace`, `heartbeat_timeout`, and `state`, which it needs)."""
-    address = ctx.extras.get("temporal")
+def install(config: ServerConfig, catalog: Any, registry: RunRegistry,
+            spawn: Callable[[Any], Any]) -> TemporalDispatcher | None:
+    """The Temporal dispatcher of `registry` when the app was made with `temporal=ADDRESS` (with
+    `task_queue`, `namespace`, `heartbeat_timeout`, and `state`, which it needs), else None. The caller
+    connects it at startup (`connect`)."""
+    from .config import DEFAULT_TASK_QUEUE
+
+    address = config.temporal
     if not address:
         return None
-    state = ctx.extras.get("state")
+    state = config.state
     if not state or ":memory:" in str(state):
         raise ConfigError("--temporal needs --state URL: the workers write the runs' events to that store "
                           "and the server reads them there (give the workers the same --state)")
-    d = TemporalDispatcher(ctx.catalog, str(address), str(ctx.extras.get("task_queue") or DEFAULT_QUEUE),
-                           namespace=str(ctx.extras.get("namespace") or "default"), spawn=ctx.spawn,
-                           heartbeat_timeout=ctx.extras.get("heartbeat_timeout"))
+    d = TemporalDispatcher(catalog, str(address), str(config.task_queue or DEFAULT_TASK_QUEUE),
+                           namespace=str(config.namespace or "default"), spawn=spawn,
+                           heartbeat_timeout=config.heartbeat_timeout)
     d.registry = registry
     registry.dispatcher = d
-    ctx.extras["dispatch"] = d
-
-    ctx.on_startup.append(d.connect)
     return d
 
 

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .context import ServerContext
-from .flows_runtime import FlowRuntime, flow_user, needs_login
+from .login import flow_user, needs_login
 from .openai_api import SSE_HEADERS
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:@~+=-]{1,200}$")
@@ -60,7 +60,7 @@ def _sse(event: str, data: Any, seq: int) -> bytes:
 
 
 def routes(ctx: ServerContext) -> list[Route]:
-    runtime = FlowRuntime.of(ctx)
+    runtime = ctx.flows
 
     async def _flow_or_404(request: Request) -> Any:
         ident = request.path_params["id"]

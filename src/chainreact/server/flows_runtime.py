@@ -1,13 +1,11 @@
 """Flows as the server runs them: bound to one state store, the user of a request, a turn as frames.
 
-The store: the one the runs API opened at startup (`ctx.extras["runs"].store`: the `--state` URL, else
-an in-memory SQLite store); without the runs module, `ctx.extras["state"]` (a chainreact.state Store, or
-a store URL opened on first use), else an in-memory SQLite store of its own. In memory, sessions are lost
-on restart. The flow document's own `state` key is not used by the server: one server, one store.
+The store: the one the runs API opened at startup (`ctx.store`: the `state` URL, else an in-memory SQLite
+store); without the runs API, the `state` URL opened on first use, else an in-memory SQLite store of its
+own. In memory, sessions are lost on restart. The flow document's own `state` key is not used by the
+server: one server, one store.
 
-The user handed to a flow: the logged-in user of the request (server/login.py) when it sends a valid
-token. Without one, the body's `user` object is passed along, except that for a flow with a
-`loginRequired` node its `id` is dropped: a client cannot log itself in by naming an id.
+The user handed to a flow: server/login.py (`flow_user`).
 """
 
 from __future__ import annotations
@@ -16,57 +14,63 @@ import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import Request
 
-from .context import ServerContext
 from .frames import Done, Failed, Frame, Text, tool_frame
+
+if TYPE_CHECKING:
+    from ..state import Store
+    from .catalog import Catalog
+    from .config import ServerConfig
+    from .durable_dispatch import TemporalDispatcher
 
 log = logging.getLogger("chainreact.server")
 
-STATE_EXTRA = "state"  # ctx.extras name of the server's state store (a Store, or a URL)
-_RUNTIME_EXTRA = "flows_runtime"
+
+class FlowHost(Protocol):
+    """What the runtime reads of its app: the ServerContext (server/context.py), seen through this protocol
+    because the context names FlowRuntime (`ctx.flows`) and imports must not go round in a circle."""
+
+    @property
+    def catalog(self) -> Catalog: ...
+    @property
+    def config(self) -> ServerConfig: ...
+    @property
+    def store(self) -> Store | None: ...
+    @property
+    def dispatch(self) -> TemporalDispatcher | None: ...
 
 
 class FlowRuntime:
-    """The flows of one app, bound lazily to the server's store (opened once, closed at shutdown)."""
+    """The flows of one app (`ctx.flows`), bound lazily to the server's store (opened once, closed at
+    shutdown)."""
 
-    def __init__(self, ctx: ServerContext):
+    def __init__(self, ctx: FlowHost):
         self.ctx = ctx
         self._store: Any = None
         self._own_store = False
         self._lock = asyncio.Lock()
         self._bound: dict[str, Any] = {}
-        ctx.on_shutdown.append(self.aclose)
-
-    @classmethod
-    def of(cls, ctx: ServerContext) -> FlowRuntime:
-        """The runtime of this app (created by whichever route module asks first)."""
-        rt = ctx.extras.get(_RUNTIME_EXTRA)
-        if rt is None:
-            rt = ctx.extras[_RUNTIME_EXTRA] = cls(ctx)
-        return rt
 
     async def store(self) -> Any:
         async with self._lock:
             if self._store is None:
                 from ..state import open_store
 
-                given = self.ctx.extras.get(STATE_EXTRA)
-                shared = getattr(self.ctx.extras.get("runs"), "store", None)
+                given = self.ctx.config.state
+                shared = self.ctx.store
                 if shared is not None:
                     # The runs API opened the server's store at startup (the --state URL, else its own
                     # in-memory one): flows share it rather than open a second connection.
                     self._store = shared
-                elif given is None or isinstance(given, str):
+                else:
                     url = given or "sqlite:///:memory:"
                     self._store, self._own_store = await open_store(url), True
                     if given is None:
                         log.info("flows: no state store given; sessions live in memory and are lost on "
                                  "restart")
-                else:
-                    self._store = given
             return self._store
 
     async def flow(self, ident: str) -> Any:
@@ -86,7 +90,7 @@ class FlowRuntime:
                 definition = definition.model_copy(update={"id": ident})
             flow: Any = Flow(definition, source=loaded.source, store=await self.store(),
                              chains=self.ctx.catalog.engine)
-            dispatch = self.ctx.extras.get("dispatch")
+            dispatch = self.ctx.dispatch
             if dispatch is not None and dispatch.serves("flow", ident):  # serve --temporal
                 flow = DurableServedFlow(flow, dispatch.flow(flow.id), await self.store(), dispatch)
             bound = self._bound[ident] = (loaded, flow)
@@ -128,23 +132,6 @@ class DurableServedFlow:
     async def send(self, session: str, text: str, *, user: Mapping[str, Any] | None = None,
                    group: Mapping[str, Any] | None = None) -> Any:
         return await self.durable.send(session, text, user=user, group=group)
-
-
-def needs_login(flow: Any) -> bool:
-    return any(getattr(n, "loginRequired", None) for n in flow.definition.nodes)
-
-
-def flow_user(ctx: ServerContext, request: Request, flow: Any, given: Any) -> dict[str, Any]:
-    """The user object for a turn: the logged-in user (token) wins; see the module docstring."""
-    from .login import request_user
-
-    user = dict(given) if isinstance(given, Mapping) else {}
-    authed = request_user(ctx, request)
-    if authed is not None:
-        return {**user, **authed}
-    if needs_login(flow):
-        user.pop("id", None)
-    return user
 
 
 def session_key(request: Request, body: Mapping[str, Any]) -> str:
@@ -224,5 +211,4 @@ async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any
     yield Done("\n\n".join(parts), model=flow.id)
 
 
-__all__ = ["STATE_EXTRA", "FlowRuntime", "flow_frames", "flow_user", "last_user_text", "needs_login",
-           "session_key"]
+__all__ = ["FlowHost", "FlowRuntime", "flow_frames", "last_user_text", "session_key"]

@@ -164,19 +164,14 @@ def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:
                   {"run_id": run_id, "resume": resume, "questions": questions})
 
 
-def chain_dispatch(ctx: Any, chain_id: str) -> Any:
-    """The dispatcher that runs chain `chain_id` elsewhere (`serve --temporal`), or None: in process."""
-    d = ctx.extras.get("dispatch")
-    return d if d is not None and d.serves("chain", chain_id) else None
-
-
 async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,
                        metadata: dict[str, str] | None = None, durable: Any = None,
                        run_id: str | None = None, trace: bool = False) -> AsyncIterator[Frame]:
     """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
     with `stream`, metadata stream=true and the chain's Stream frames become frames as they come.
-    With `durable` (a TemporalDispatcher: chain_dispatch) the run is a workflow on its workers (`run_id`:
-    its id); streamed, the workers log its Stream frames in the shared store as they come, read from there.
+    With `durable` (a TemporalDispatcher: ServerContext.durable) the run is a workflow on its workers
+    (`run_id`: its id); streamed, the workers log its Stream frames in the shared store as they come, read
+    from there.
     A durable run cancelled by someone else (another server) ends with Failed(code RUN_CANCELLED); one
     left while the server shuts down (after the grace period, or its client went away meanwhile) is not
     cancelled: its workflow goes on in the workers (durable/chain_end.py records its end).

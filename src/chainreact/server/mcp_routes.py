@@ -33,7 +33,6 @@ from starlette.routing import BaseRoute, Route
 
 from .catalog import Entry
 from .context import ServerContext
-from .frames import chain_dispatch
 
 log = logging.getLogger("chainreact.server")
 
@@ -230,8 +229,8 @@ async def _call_agent(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
     text = args.get("input")
     if not isinstance(text, str):
         raise ToolFailure("'input' must be a string: the user message for the agent")
-    dispatch = ctx.extras.get("dispatch")  # `serve --temporal`: a workflow on the workers
-    if dispatch is not None and dispatch.serves("agent", entry.id):
+    dispatch = ctx.durable("agent", entry.id)  # `serve --temporal`: a workflow on the workers
+    if dispatch is not None:
         result = await dispatch.run("agent", entry.obj, text)
     else:
         result = await entry.obj.run(text)
@@ -256,7 +255,7 @@ async def _call_chain(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
     data = args["data"]
     msg = RuleMsg(type=msg_type, data=data if isinstance(data, str) else orjson.dumps(data).decode(),
                   metadata=dict(meta), data_type="TEXT" if isinstance(data, str) else "JSON")
-    durable = chain_dispatch(ctx, entry.id)  # `serve --temporal`: a workflow on the workers
+    durable = ctx.durable("chain", entry.id)  # `serve --temporal`: a workflow on the workers
     if durable is None:
         ends = await ctx.catalog.engine.run(entry.id, msg)
     else:
@@ -279,12 +278,10 @@ async def _call_chain(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
 
 
 async def _call_flow(ctx: ServerContext, entry: Entry, args: dict[str, Any]) -> tuple[str, Any]:
-    from .flows_runtime import FlowRuntime
-
     text, session = args.get("text"), args.get("session") or "mcp-" + secrets.token_hex(8)
     if not isinstance(text, str) or not isinstance(session, str):
         raise ToolFailure("'text' (and 'session', when given) must be strings")
-    flow = await FlowRuntime.of(ctx).flow(entry.id)
+    flow = await ctx.flows.flow(entry.id)
     turn = await flow.send(session, text)
     return "\n\n".join(m.content for m in turn.messages), {"session": session, **turn.to_dict()}
 

@@ -26,12 +26,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from .catalog import Catalog
-from .context import ServerContext
 from .ops_http import RequestInfo
 
 # Seconds: from a cached answer to a long agent run.
@@ -138,15 +135,7 @@ class _StateCollector:
                                 value=float(len(self.catalog.problems)))
 
 
-def routes(ctx: ServerContext) -> list[Route]:
-    """GET /metrics, when the app has metrics (server/ops.py sets `ctx.extras["metrics"]`)."""
-    m: ServerMetrics | None = ctx.extras.get("metrics")
-    if m is None:
-        return []
-    registry = m.registry
-
-    @ctx.guard("read")
-    async def metrics(request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)
-
-    return [Route("/metrics", metrics)]
+def exposition(registry: CollectorRegistry) -> Response:
+    """The answer to GET /metrics (routed by server/ops.py, so that this module stays below the server
+    context, which holds a ServerMetrics)."""
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)

@@ -21,8 +21,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .context import ServerContext, deny
-from .flows_runtime import FlowRuntime, flow_frames, flow_user, last_user_text, session_key
-from .frames import agent_frames, chain_dispatch, chain_frames
+from .flows_runtime import flow_frames, last_user_text, session_key
+from .frames import agent_frames, chain_frames
+from .login import flow_user
 from .openai_api import agent_input, agui, error, parse_chat_request, respond
 from .sessions import agent_chat, chain_session
 
@@ -58,14 +59,14 @@ def routes(ctx: ServerContext) -> list[Route]:
             if text is None:
                 return error(400, "a flow needs a user message: the last 'user' message is sent to it",
                              code="invalid_messages")
-            flow = await FlowRuntime.of(ctx).flow(ident)
+            flow = await ctx.flows.flow(ident)
             sid = session_key(request, body)
             user = flow_user(ctx, request, flow, None)
             frames = flow_frames(flow, sid, text, user, stream=stream, tools=stream and agui(request))
             resp = await respond(request, frames, ident, stream)
             resp.headers["X-Session-Key"] = sid
             return resp
-        registry = ctx.extras.get("runs")
+        registry = ctx.runs
         if entry.kind == "agent" and registry is not None:
             return await agent_chat(request, registry, entry, body, ident, stream)
         if entry.kind == "agent":
@@ -75,7 +76,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             if isinstance(meta, Response):
                 return meta
             frames = chain_frames(catalog.engine, entry.id, body, stream=stream, metadata=meta,
-                                  durable=chain_dispatch(ctx, entry.id))
+                                  durable=ctx.durable("chain", entry.id))
         return await respond(request, frames, ident, stream)
 
     return [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]

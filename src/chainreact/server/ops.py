@@ -1,14 +1,15 @@
 """Operations around the routes: metrics, access log, rate limits, CORS, the body timeout, folder watching.
 
-`setup(ctx)` reads these `create_app(...)` keywords (they land in `ctx.extras`) and returns the ASGI
-middleware list; `create_app` calls it before building the routes.
+`setup(ctx)` reads these options of `ctx.config` (server/config.py), sets `ctx.metrics`,
+`ctx.rate_limiter` and `ctx.watcher`, and returns the ASGI middleware list; `create_app` calls it before
+building the routes. `routes(ctx)` is GET /metrics when the app has metrics.
 
     metrics=True            GET /metrics and the counters behind it (server/metrics.py)
     access_log=False        one JSON line per request on the `chainreact.server.access` logger
     rate_limit=None         default per-key rate, e.g. "60/minute" (keys may set their own `rateLimit`)
     clock=time.monotonic    the rate limiter's clock (tests pass a fake one)
     cors_origins=()         origins allowed by CORS ("*" for any); none: no CORS headers at all
-    body_timeout=60.0       seconds to receive a request body, else 408
+    body_timeout=60.0       seconds to receive a request body, else 408 (read by ServerContext.guard)
     watch=()                files/folders to watch and reload (server/watch.py)
     watch_debounce_ms=300   how long changes are gathered before a reload
 """
@@ -17,54 +18,51 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from .context import ServerContext, deny, is_openai_path
 from .ops_http import RequestCallback, RequestObserver
 from .ratelimit import RateLimiter
 
+if TYPE_CHECKING:
+    from .metrics import ServerMetrics
+
 
 def setup(ctx: ServerContext) -> list[Middleware]:
-    x = ctx.extras
+    x = ctx.config
     callbacks: list[RequestCallback] = []
-    if x.get("metrics", True):
+    if x.metrics:
         from .metrics import ServerMetrics
 
-        m = x["metrics"] = ServerMetrics(ctx.catalog)
+        m = ctx.metrics = ServerMetrics(ctx.catalog)
         ctx.catalog.observers.append(m)
         callbacks.append(m.on_request)
-    else:
-        x.pop("metrics", None)
-    if x.get("access_log"):
+    if x.access_log:
         from . import accesslog
 
         callbacks.append(accesslog.on_request)
-    if "body_timeout" in x:
-        ctx.body_timeout = x["body_timeout"]
-    if x.get("rate_limit") is not None or (ctx.keys and any(k.rate_limit for k in ctx.keys.keys)):
-        from .ratelimit import Rate, parse_rate
+    if x.rate_limit is not None or (ctx.keys and any(k.rate_limit for k in ctx.keys.keys)):
+        from .ratelimit import parse_rate
 
-        default = x.get("rate_limit")
-        rate = parse_rate(default, "--rate-limit") if isinstance(default, str) else default
-        assert rate is None or isinstance(rate, Rate)
-        limiter = x["rate_limiter"] = RateLimiter(rate, clock=x.get("clock") or time.monotonic)
+        rate = parse_rate(x.rate_limit, "--rate-limit") if isinstance(x.rate_limit, str) else x.rate_limit
+        limiter = ctx.rate_limiter = RateLimiter(rate, clock=x.clock or time.monotonic)
         ctx.checks.append(_rate_check(limiter))
-    if x.get("watch"):
+    if x.watch:
         from .watch import CatalogWatcher
 
-        watcher = x["watcher"] = CatalogWatcher(ctx.catalog, x["watch"],
-                                                debounce_ms=x.get("watch_debounce_ms", 300),
-                                                on_reload=_count_reloads(x.get("metrics")))
+        watcher = ctx.watcher = CatalogWatcher(ctx.catalog, x.watch, debounce_ms=x.watch_debounce_ms,
+                                               on_reload=_count_reloads(ctx.metrics))
         ctx.on_startup.append(lambda: watcher.start(ctx.spawn))
         ctx.on_shutdown.append(watcher.stop)
     middleware: list[Middleware] = []
     if callbacks:
         middleware.append(Middleware(RequestObserver, callbacks=callbacks))
-    origins = list(x.get("cors_origins") or ())
+    origins = list(x.cors_origins or ())
     if origins:
         from starlette.middleware.cors import CORSMiddleware
 
@@ -90,7 +88,22 @@ def _rate_check(limiter: RateLimiter) -> Callable[[Request], Response | None]:
     return check
 
 
-def _count_reloads(metrics: Any) -> Any:
+def _count_reloads(metrics: ServerMetrics | None) -> Callable[[str], None] | None:
     if metrics is None:
         return None
     return lambda outcome: metrics.reloads.labels(outcome).inc()
+
+
+def routes(ctx: ServerContext) -> list[Route]:
+    """GET /metrics, when the app has metrics (`ctx.metrics`, made by `setup`)."""
+    if ctx.metrics is None:
+        return []
+    from .metrics import exposition
+
+    registry = ctx.metrics.registry
+
+    @ctx.guard("read")
+    async def metrics(request: Request) -> Response:
+        return exposition(registry)
+
+    return [Route("/metrics", metrics)]

@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .context import ServerContext
-from .flows_runtime import FlowRuntime
 
 MAX_SESSIONS = 50
 MAX_MESSAGES = 200  # of a session's conversation, the last ones
@@ -85,7 +84,7 @@ def shown(message: Any) -> dict[str, Any]:
 
 
 def session_handler(ctx: ServerContext) -> Any:
-    runtime = FlowRuntime.of(ctx)
+    runtime = ctx.flows
 
     @ctx.guard("read", "id")
     async def flow_session(request: Request) -> Response:
@@ -111,7 +110,7 @@ def session_handler(ctx: ServerContext) -> Any:
 
 
 def flow_handler(ctx: ServerContext) -> Any:
-    runtime = FlowRuntime.of(ctx)
+    runtime = ctx.flows
 
     @ctx.guard("read", "id")
     async def flow_view(request: Request) -> Response:

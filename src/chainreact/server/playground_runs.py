@@ -34,8 +34,8 @@ def runs_handler(ctx: ServerContext, kind: str = "agent") -> Any:
         if entry is None or entry.kind != kind:
             return JSONResponse({"error": {"message": f"no {_NAMES[kind]} with id {ident!r}",
                                            "code": "not_found"}}, status_code=404)
-        registry = ctx.extras.get("runs")
-        store = getattr(registry, "store", None)
+        registry = ctx.runs
+        store = ctx.store
         if registry is None or store is None:
             return JSONResponse({"items": []})
         items: list[dict[str, Any]] = []

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .context import ServerContext
-from .frames import chain_dispatch, chain_frames
+from .frames import chain_frames
 from .openai_api import error, parse_chat_request, respond
 from .sessions import chain_session, wire_chain_sessions
 
@@ -108,8 +108,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = request.path_params["id"]
         if _chain(ident) is None:
             return not_found(ident)
-        wire_chain_sessions(ctx.extras.get("runs"), catalog.engine)
-        durable = chain_dispatch(ctx, ident)
+        wire_chain_sessions(ctx.runs, catalog.engine)
+        durable = ctx.durable("chain", ident)
         if durable is None:
             ends = await catalog.engine.run(ident, _message(request))
         else:  # serve --temporal: a workflow on the workers
@@ -127,8 +127,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = request.path_params["id"]
         if _chain(ident) is None:
             return not_found(ident)
-        wire_chain_sessions(ctx.extras.get("runs"), catalog.engine)
-        durable = chain_dispatch(ctx, ident)
+        wire_chain_sessions(ctx.runs, catalog.engine)
+        durable = ctx.durable("chain", ident)
         if durable is None:
             ctx.spawn(catalog.engine.run(ident, _message(request)))
         else:  # the workflow is started before the answer; it runs on in the workers
@@ -144,11 +144,11 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(body, Response):
             return body
         stream = bool(body.get("stream"))
-        meta = chain_session(request, body, ctx.extras.get("runs"), catalog.engine)
+        meta = chain_session(request, body, ctx.runs, catalog.engine)
         if isinstance(meta, Response):
             return meta
         frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta,
-                              durable=chain_dispatch(ctx, ident))
+                              durable=ctx.durable("chain", ident))
         return await respond(request, frames, str(body.get("model") or ident), stream)
 
     return [

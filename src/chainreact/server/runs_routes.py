@@ -9,11 +9,12 @@
                                         timeout?: seconds before a safe-point cancel turns immediate}
     POST /api/v1/runs/{run_id}/resume   body {answers: {question id: answer}, stream?, detached?}
 
-Extras read from ServerContext.extras: `state` (a store URL; None: a private in-memory SQLite store, whose
+Options read from `ctx.config`: `state` (a store URL; None: a private in-memory SQLite store, whose
 stopped runs are pruned, and there are no sessions), `runs_ttl` and `runs_max` (that pruning: seconds a
 stopped run is kept, and how many at most; runs_registry.Pruning), `grace` (seconds in-flight runs get
 at shutdown) and `temporal` (an address: agent runs go to Temporal workers, server/durable_dispatch.py).
-This module puts the RunRegistry at `extras["runs"]` (the chat routes run agents through it).
+This module sets `ctx.runs` (the RunRegistry: the chat routes run agents through it) and, with `temporal`,
+`ctx.dispatch`.
 """
 
 from __future__ import annotations
@@ -116,16 +117,19 @@ def _start_request(raw: bytes) -> tuple[dict[str, Any], tuple[bool, bool], list[
 
 def routes(ctx: ServerContext) -> list[Route]:
     catalog = ctx.catalog
-    url = ctx.extras.get("state")
-    prune = None if url else Pruning(float(ctx.extras.get("runs_ttl") or Pruning.ttl),
-                                     int(ctx.extras.get("runs_max", Pruning.max_runs)))
-    registry = RunRegistry(grace=float(ctx.extras.get("grace", 30.0)), sessions=bool(url),
-                           persist_chats=bool(url), prune=prune)
-    ctx.extras["runs"] = registry
-    if ctx.extras.get("temporal"):  # `serve --temporal`: agent runs go to Temporal workers
+    config = ctx.config
+    url = config.state
+    prune = None if url else Pruning(float(config.runs_ttl or Pruning.ttl),
+                                     int(Pruning.max_runs if config.runs_max is None else config.runs_max))
+    registry = RunRegistry(grace=float(config.grace), sessions=bool(url), persist_chats=bool(url),
+                           prune=prune)
+    ctx.runs = registry
+    if config.temporal:  # `serve --temporal`: agent runs go to Temporal workers
         from .durable_dispatch import install
 
-        install(ctx, registry)
+        ctx.dispatch = install(config, catalog, registry, ctx.spawn)
+        if ctx.dispatch is not None:
+            ctx.on_startup.append(ctx.dispatch.connect)
 
     async def open_store() -> None:
         from ..state import open_store
