@@ -31,7 +31,7 @@ from .detection import DRAIN, normalize_mode
 from .interrupt import CheckpointFn, Resume
 from .loop import ReactLoop
 from .middleware import Middleware, MiddlewareChain, with_global
-from .plan import Detection, Limits, RunPlan, planning_error
+from .plan import Detection, Limits, RunPlan, apply_plan_hooks, plan_hooks, planning_error
 from .result import RunResult
 from .run import AgentRun, run_sync
 from .run_options import RunOptions
@@ -306,7 +306,7 @@ class Agent:
         tools = tuple(self._tools)
         if options is not None:
             tools, model = options.apply(tools, model)
-        return RunPlan(
+        plan = RunPlan(
             agent=self.name,
             instruction=self._render_instruction(metadata, session_values),
             preset=tuple(self._preset(metadata)),
@@ -329,6 +329,7 @@ class Agent:
             on_self_heal=self._self_healed,
             checkpoint=checkpoint or self.checkpoint,
         )
+        return apply_plan_hooks(plan) if plan_hooks.get() else plan
 
     def _self_healed(self) -> None:
         self.detect_mode = DRAIN

@@ -17,12 +17,19 @@ and `call_tool` runs the tool with `wrap_tool_call`, its timeout, and errors tur
 The plan is immutable (a frozen dataclass with tuples); `session_values` is the caller's mapping, shared
 on purpose (OutputKey writes the answer into it). `on_self_heal` tells the owner that detection had to
 switch to `drain` (the Agent keeps draining for later runs).
+
+Plan hooks: a caller may change every plan made in its context (`with plan_hook(fn): ...`, a context
+variable, so concurrent runs each see their own and nothing is paid without one). Recording a run's I/O
+(agent/recording.py) and replaying it from a cassette (chainreact.replay) wrap or swap the two I/O
+functions this way, also for agents deep inside a rule chain or a flow turn.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -94,6 +101,28 @@ class RunPlan:
     def replace(self, **changes: Any) -> RunPlan:
         """A copy with some fields changed (e.g. the I/O functions of a durable layer)."""
         return dataclasses.replace(self, **changes)
+
+
+PlanHook = Callable[[RunPlan], RunPlan]
+
+# The hooks every plan made in this context goes through, the first installed first (innermost).
+plan_hooks: ContextVar[tuple[PlanHook, ...]] = ContextVar("chainreact_plan_hooks", default=())
+
+
+@contextlib.contextmanager
+def plan_hook(hook: PlanHook) -> Iterator[None]:
+    """Every plan made inside the block (in this task and the tasks it starts) goes through `hook`."""
+    token = plan_hooks.set((*plan_hooks.get(), hook))
+    try:
+        yield
+    finally:
+        plan_hooks.reset(token)
+
+
+def apply_plan_hooks(plan: RunPlan) -> RunPlan:
+    for hook in plan_hooks.get():
+        plan = hook(plan)
+    return plan
 
 
 def planning_error(agent: str, error: Exception, run_id: str = "", path: tuple[str, ...] = ()) -> Event:

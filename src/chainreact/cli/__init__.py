@@ -32,7 +32,7 @@ __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_globals", 
            "parse_global"]
 
 COMMAND_MODULES = ("agent_cmds", "state_cmds", "chain_cmds", "flow_cmds", "chat_cmds", "serve_cmds",
-                   "temporal_cmds", "misc_cmds")
+                   "temporal_cmds", "replay_cmds", "eval_cmds", "misc_cmds")
 
 # Commands whose arguments belong to another parser: everything after the command name is passed on
 # untouched (argparse.REMAINDER alone would still reject a leading "--option").

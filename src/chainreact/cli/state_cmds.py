@@ -63,6 +63,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.action == "list" and args.status and args.status not in RUN_STATUSES:
         raise UsageError(f"--status {args.status!r}: expected one of {', '.join(RUN_STATUSES)}")
 
+    if args.action == "export":
+        from .replay_cmds import cmd_runs_export
+
+        return cmd_runs_export(args)
     if args.action == "resume":
         import asyncio
 
@@ -142,3 +146,6 @@ def register(add: AddCommand) -> None:
                         "the run). Repeatable.")
     q.add_argument("--json", action="store_true", help="print one JSON object for the run")
     add_globals(q)
+    from .replay_cmds import add_export
+
+    add_export(sub)

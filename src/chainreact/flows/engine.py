@@ -26,6 +26,7 @@ from .asking import Pending
 from .chain_node import run_chain_node
 from .events import FlowEvent, FlowMessage
 from .model import AIAgentNode, FlowDef, RuleChainNode
+from .recording import TurnRecording
 from .routing import MAX_HOPS, Session, addressed, route, turn_env
 from .validate import load_flow
 
@@ -78,8 +79,10 @@ async def list_sessions(store: Any, flow_id: str, start: str, *, limit: int = 50
 
 class Flow:
     def __init__(self, definition: FlowDef, *, source: str | None = None, state: str | None = None,
-                 store: Any = None, base_dir: str | Path | None = None, chains: Any = None):
+                 store: Any = None, base_dir: str | Path | None = None, chains: Any = None,
+                 record: bool = True):
         self.definition = definition
+        self.record = record  # every turn's reads and model/tool calls in the session's log (recording.py)
         self.source = source
         self.id = definition.id or definition.name or "flow"
         self.base_dir = Path(base_dir) if base_dir else (Path(source).parent if source else Path.cwd())
@@ -190,17 +193,30 @@ class Flow:
         `run_start`, `final`, ...), in place of those (what `chainreact chat` shows)."""
         store = await self.store()
         key = self.session_key(session)
-        rec = await store.get_run(key)
+        tape = TurnRecording(self, store, session, text, user, group) if self.record else None
+        reader = tape.reads if tape is not None else store
+        rec = await reader.get_run(key)
         version = rec.version if rec is not None else 0
         start = self.definition.start_node.name
         state = Session.from_snapshot(rec.snapshot if rec is not None else None, start)
         env = turn_env(text, user, group, session, state)
-        async for ev in route(self.definition, self.id, session, state, env, self.turn_io(session),
-                              agent_events):
-            yield ev
-        await store.save_run(key, state.to_snapshot(), status="done" if state.ended else "interrupted",
-                             agent=self.id, session=session, expect_version=version)
-        yield state.end_event()
+        if tape is not None:
+            tape.start()
+        try:
+            io = LocalTurnIO(self, key, reader)
+            async for ev in route(self.definition, self.id, session, state, env, io, agent_events):
+                if tape is not None:
+                    tape.see(ev)
+                yield ev
+            await store.save_run(key, state.to_snapshot(), status="done" if state.ended else "interrupted",
+                                 agent=self.id, session=session, expect_version=version)
+            end = state.end_event()
+            if tape is not None:
+                await tape.finish(key, end)
+        finally:
+            if tape is not None:
+                tape.stop()
+        yield end
 
     async def run_chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:
         if self._chains is None:
@@ -212,16 +228,19 @@ class Flow:
 
 
 class LocalTurnIO:
-    """A turn's node I/O in this process (routing.TurnIO): agent runs and rule chains called directly."""
+    """A turn's node I/O in this process (routing.TurnIO): agent runs and rule chains called directly.
+    `store`: the one the turn reads and writes through (the flow's, or a recording view of it)."""
 
-    def __init__(self, flow: Flow, key: str):
+    def __init__(self, flow: Flow, key: str, store: Any = None):
         self.flow = flow
         self.key = key
+        self.store = store
 
     async def agent(self, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
                     agent_events: bool) -> AsyncIterator[FlowEvent | AgentOutcome]:
         flow = self.flow
-        async for item in run_agent_node(node, env, await flow.store(), self.key, base_dir=flow.base_dir,
+        store = self.store if self.store is not None else await flow.store()
+        async for item in run_agent_node(node, env, store, self.key, base_dir=flow.base_dir,
                                          flow=flow.definition, pending=pending, session_key=self.key,
                                          agent_events=agent_events):
             yield item

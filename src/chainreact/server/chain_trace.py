@@ -12,37 +12,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..chains.trace import MAX_NODE_EVENTS, agent_event, node_event
+from ..chains.trace import agent_event, agent_events
 
 Emit = Callable[[dict[str, Any]], None]
 
 
 async def traced_run(engine: Any, chain_id: str, msg: Any, on_stream: Any, emit: Emit) -> list[Any]:
-    """`engine.run(chain_id, msg)` with debug capture on every node; its events go to `emit` in order.
-    The engine's own `on_debug` (if any) still gets every debug event."""
-    from ..chains.msg import STREAM
-    from ..chains.trace import agent_events
-
-    own = getattr(engine, "on_debug", None)
-    seen = 0
-
-    def on_debug(ev: Any) -> None:
-        nonlocal seen
-        if own is not None:
-            own(ev)
-        if ev.relation == STREAM:  # one per streamed token: the run logs their text and tool frames already
-            return
-        seen += 1
-        if seen <= MAX_NODE_EVENTS:
-            emit(node_event(ev))
-        elif seen == MAX_NODE_EVENTS + 1:
-            emit({"type": "node_events_cut", "after": MAX_NODE_EVENTS})
+    """`engine.run(chain_id, msg)` with debug capture on every node; its events go to `emit` in order, and
+    so do the recording of its agent nodes' model and tool calls (`io` events, for `chainreact runs export`:
+    replay/chains.py). The engine's own `on_debug` (if any) still gets every debug event."""
+    from ..replay.chains import record_chain
 
     def on_agent(chain: str, node: str, e: Any) -> None:
         emit(agent_event(chain, node, e))
 
     token = agent_events.set(on_agent)
     try:
-        return list(await engine.run(chain_id, msg, on_stream=on_stream, on_debug=on_debug, debug=True))
+        return await record_chain(engine, chain_id, msg, emit, on_stream=on_stream,
+                                  on_debug=getattr(engine, "on_debug", None))
     finally:
         agent_events.reset(token)

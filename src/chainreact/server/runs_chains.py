@@ -63,6 +63,7 @@ class ChainRun:
         self._cancelled = False
         self._durable = durable
         self._left = False  # a durable run the server stopped following at shutdown (still running)
+        self.io: list[dict[str, Any]] = []  # its agent nodes' model and tool calls (replay/chains.py)
         self._frames = chain_frames(engine, chain_id, body, stream=True, metadata=metadata, durable=durable,
                                     run_id=self.run_id if durable is not None else None, trace=True)
         self._queue.put_nowait(ChainEvent("run_start", self.run_id, {"chain": chain_id, "input": body}))
@@ -80,7 +81,11 @@ class ChainRun:
                     self._queue.put_nowait(ChainEvent("tool", rid, {"event": f.event}))
                 elif isinstance(f, Trace):
                     data = dict(f.event)
-                    self._queue.put_nowait(ChainEvent(data.pop("type"), rid, data))
+                    kind = data.pop("type")
+                    if kind == "io":  # the recording of its agent nodes (`runs export`): saved at its end
+                        self.io.append(data)
+                    else:
+                        self._queue.put_nowait(ChainEvent(kind, rid, data))
                 elif isinstance(f, Done):
                     self._result = ChainResult(f.content, "stop", f.usage)
                     self._queue.put_nowait(ChainEvent("final", rid, {"content": f.content,

@@ -215,7 +215,7 @@ class RunRegistry:
         listener that wakes only for what it uses costs less). `persist`: checkpoints and final status
         in the store; `events` (with `persist`): its events in the store's event log too. `resumable`
         (without `persist`): saved if it stops to ask, so it can be resumed."""
-        from ..state.runs import StoreCheckpointer
+        from ..state.runs import StoreCheckpointer, recording
 
         if self.closing:
             raise RegistryClosed
@@ -224,8 +224,9 @@ class RunRegistry:
                                          detached=detached, stream=stream, listen=listen)
         ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) \
             if persist or resumable else None
-        handle = agent.start(data, stream=stream,
-                             checkpoint=ckpt if persist or ckpt is None else _KeepInterrupted(ckpt))
+        with recording(ckpt if persist and events else None, agent, data):  # for `runs export`
+            handle = agent.start(data, stream=stream,
+                                 checkpoint=ckpt if persist or ckpt is None else _KeepInterrupted(ckpt))
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
         return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen, keep)
 
@@ -331,7 +332,7 @@ class RunRegistry:
     async def save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
         from ..state.checkpoint import RunSnapshot, save_snapshot
 
-        extra: dict[str, Any] = {"target": live.target, "kind": "chain"}
+        extra: dict[str, Any] = {"target": live.target, "kind": "chain", "io": getattr(live.handle, "io", [])}
         if result is not None:
             extra.update(content=result.content, stop_reason=result.stop_reason)
             status = "cancelled" if result.stop_reason == "cancelled" else "done"

@@ -7,13 +7,22 @@
 
 The agent knows no store (agent/interrupt.py): it awaits a checkpoint function at every safe point and
 takes a `Resume`. This module is that function and that `Resume`, over `chainreact.state`.
+
+A run with a store is also recorded (agent/recording.py: every model request and response, every tool call
+and result, keys redacted): the records are kept in memory and saved in the snapshot's `extra.io` when the
+run stops (done, failed, cancelled, or interrupted: a resume goes on with them), one write the run makes
+anyway, so `chainreact runs export` can make a cassette of the run. A run whose process died loses the
+records of its lost part (its resume records the rest).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..agent import Agent, Checkpoint, Resume, RunResult
+from ..agent.plan import plan_hook
+from ..agent.recording import IORecorder
 from ..tools.base import ToolOutput
 from ..types import Message
 from .checkpoint import Question, RunSnapshot, ToolOutcome, prepare_resume, save_snapshot
@@ -44,9 +53,26 @@ class StoreCheckpointer:
         self.extra = dict(extra or {})  # the caller's own JSON fields, kept in every snapshot's `extra`
         self.version = version
         self.last: RunSnapshot | None = None
+        self.recorder: IORecorder | None = None  # the run's I/O, saved in `extra.io` when it stops
+        self._io: list[dict[str, Any]] = []
+
+    def record(self, agent: Any, data: Any) -> IORecorder:
+        """Record the run's I/O (install the returned recorder as a plan hook around the run); a resumed
+        run's records follow those its earlier part saved."""
+        self._io = list(self.extra.pop("io", None) or [])
+        self.recorder = IORecorder()
+        self.recorder.note_run(agent, data)
+        return self.recorder
+
+    def _with_io(self, snap: RunSnapshot) -> RunSnapshot:
+        if self.recorder is not None:
+            snap.extra = {**snap.extra, "io": [*self._io, *self.recorder.records]}
+        return snap
 
     async def __call__(self, cp: Checkpoint) -> None:
         snap = snapshot_of(cp, session=self.session, extra=self.extra)
+        if cp.point == "interrupted":
+            snap = self._with_io(snap)
         self.version = await save_snapshot(self.store, snap, expect_version=self.version)
         self.last = snap
 
@@ -67,8 +93,18 @@ class StoreCheckpointer:
             snap.extra = {**snap.extra, "error": f"{type(error).__name__}: {error}"}
         else:
             return  # failed before its first safe point: nothing to resume from
+        if self.recorder is not None:
+            self.recorder.close()
+            snap = self._with_io(snap)
         if snap.run_id:
             self.version = await save_snapshot(self.store, snap, expect_version=self.version)
+
+
+def recording(ckpt: StoreCheckpointer | None, agent: Any,
+              data: Any) -> contextlib.AbstractContextManager[Any]:
+    """The block in which `agent`'s run on `data` is recorded into `ckpt` (nothing without one): runs
+    started in it (`agent.start`: its task copies the context) are recorded."""
+    return plan_hook(ckpt.record(agent, data)) if ckpt is not None else contextlib.nullcontext()
 
 
 async def run_with_store(agent: Agent, store: Any, input: Any = None, *, session: str | None = None,
@@ -78,7 +114,8 @@ async def run_with_store(agent: Agent, store: Any, input: Any = None, *, session
     (JSON) is kept in every snapshot of the run, resumes included (e.g. the CLI's document path)."""
     ckpt = StoreCheckpointer(store, session=session, extra=extra)
     try:
-        result = await agent.run(input, checkpoint=ckpt, **kwargs)
+        with recording(ckpt, agent, input):
+            result = await agent.run(input, checkpoint=ckpt, **kwargs)
     except Exception as e:
         await ckpt.finish(None, None, agent.name, e)
         raise
@@ -94,7 +131,8 @@ async def resume_with_store(agent: Agent, store: Any, run_id: str, answers: dict
     RunConflictError; completed tool calls are never run again."""
     resume, ckpt = await claim_resume(agent, store, run_id, answers)
     try:
-        result = await agent.run(resume=resume, checkpoint=ckpt, **kwargs)
+        with recording(ckpt, agent, None):
+            result = await agent.run(resume=resume, checkpoint=ckpt, **kwargs)
     except Exception as e:
         await ckpt.finish(None, run_id, agent.name, e)
         raise
@@ -126,7 +164,8 @@ def session_messages(messages: list[Message]) -> list[Message]:
     return messages[last_user:]
 
 
-_OWN_EXTRA = ("point", "error", "stop_reason", "content")  # what the checkpointer itself writes into extra
+# What the checkpointer itself writes into extra (`io`: taken over by the resumed run's `record`).
+_OWN_EXTRA = ("point", "error", "stop_reason", "content")
 
 
 async def _check_edits(agent: Agent, snap: RunSnapshot, answers: dict[str, Any]) -> None:

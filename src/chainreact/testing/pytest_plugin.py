@@ -1,6 +1,8 @@
-"""pytest plugin (entry point `pytest11: chainreact`): the `fake_llm` fixture.
+"""pytest plugin (entry point `pytest11: chainreact`): the `fake_llm` and `replay_cassette` fixtures.
 
 `fake_llm(script, **kwargs)` returns a started FakeLLM; every server the test made is stopped at teardown.
+`replay_cassette(cassette, agent=..., **kwargs)` replays a cassette offline (chainreact.testing.replay) and
+fails the test with the differences from the recording; it returns the ReplayResult.
 """
 
 from __future__ import annotations
@@ -32,3 +34,16 @@ def fake_llm() -> Iterator[Callable[..., FakeLLM]]:
     finally:
         for srv in servers:
             srv.stop()
+
+
+@pytest.fixture
+def replay_cassette() -> Callable[..., Any]:
+    from .cassettes import replay
+
+    def check(cassette: Any, agent: Any = None, **kwargs: Any) -> Any:
+        result = replay(cassette, agent=agent, **kwargs)
+        if not result.ok:
+            pytest.fail(result.report(), pytrace=False)
+        return result
+
+    return check
