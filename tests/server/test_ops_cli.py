@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 
-from .conftest import _free_port
+from chainreact.server.background import free_port as _free_port
+
 from .ops_support import key, wait_until
 
 

@@ -7,10 +7,8 @@ import gc
 import importlib
 import ipaddress
 import os
-import signal
 import sys
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals
 
@@ -32,9 +30,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.paths:
         raise UsageError("serve: give at least one agent/chain/flow file or folder")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the extra's presence, checked before anything loads)
 
         from ..server import Catalog, KeyStore, ServerConfig, create_app
+        from ..server.background import uvicorn_server
     except ImportError as exc:
         raise UsageError(f"serve needs the 'server' extra: pip install 'chainreact[server]' ({exc})"
                          ) from None
@@ -101,35 +100,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         access_log=args.access_log, watch=watch, host=args.host, port=args.port, loop=args.loop,
         http=args.http, forwarded_allow_ips=args.forwarded_allow_ips)
     app = create_app(catalog, server_config)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                            timeout_graceful_shutdown=max(args.grace, 0.001), access_log=False,
-                            forwarded_allow_ips=args.forwarded_allow_ips, loop=args.loop, http=args.http)
-    _graceful_server(config, app.state.ctx.runs).run()
+    # SIGTERM/SIGINT begin the runs' grace period; the process exits 0 after a graceful stop.
+    uvicorn_server(app, timeout_graceful_shutdown=max(args.grace, 0.001), on_started=tune_gc).run()
     return EXIT_OK
-
-
-def _graceful_server(config: Any, registry: Any) -> Any:
-    import uvicorn
-
-    class GracefulServer(uvicorn.Server):
-        """uvicorn's server, told by SIGTERM/SIGINT to stop accepting and start the runs' grace period; it
-        exits 0 after a graceful stop (uvicorn would re-raise the signal and die by it)."""
-
-        def __init__(self, config: uvicorn.Config, registry: Any):
-            super().__init__(config)
-            self.registry = registry
-
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets)
-            tune_gc()
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            self.registry.begin_shutdown()
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True  # a second Ctrl-C: stop now
-            self.should_exit = True
-
-    return GracefulServer(config, registry)
 
 
 def tune_gc() -> None:

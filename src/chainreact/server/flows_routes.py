@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from .context import ServerContext
 from .login import flow_user, needs_login
-from .openai_api import SSE_HEADERS
+from .sse import SSE_HEADERS, sse
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:@~+=-]{1,200}$")
 _SECRET_NAME = re.compile(r"pass(word|wd)?|secret|token|api[_-]?key|authorization|credential|private[_-]?key",
@@ -53,10 +53,6 @@ def _wants_json(request: Request, body: dict[str, Any]) -> bool:
         return True
     accept = request.headers.get("accept", "")
     return "application/json" in accept and "text/event-stream" not in accept
-
-
-def _sse(event: str, data: Any, seq: int) -> bytes:
-    return f"id: {seq}\nevent: {event}\n".encode() + b"data: " + orjson.dumps(data) + b"\n\n"
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -174,10 +170,10 @@ async def _as_sse(events: AsyncIterator[Any]) -> AsyncIterator[bytes]:
     try:
         async for ev in events:
             seq += 1
-            yield _sse(ev.type, ev.to_dict(), seq)
+            yield sse(ev.to_dict(), event=ev.type, id=seq)
     except Exception as e:
         seq += 1
-        yield _sse("error", {"event": "error", "message": str(e) or type(e).__name__,
-                             "type": "stream_error"}, seq)
+        yield sse({"event": "error", "message": str(e) or type(e).__name__, "type": "stream_error"},
+                  event="error", id=seq)
     finally:
         await events.aclose()  # type: ignore[attr-defined]

@@ -20,12 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from .frames import Done, Failed, Frame, Reasoning, Text, Tool
-
-SSE_HEADERS = {
-    "Cache-Control": "no-cache, no-transform",
-    "Connection": "keep-alive",
-    "X-Accel-Buffering": "no",
-}
+from .sse import DONE, SSE_HEADERS, sse
 
 
 def error(status: int, message: str, type_: str = "invalid_request_error", code: str | None = None,
@@ -146,7 +141,7 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: st
                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
     if usage is not None:
         body["usage"] = usage
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+    return sse(body)
 
 
 class SseEncoder:
@@ -183,11 +178,11 @@ class SseEncoder:
                 delta = {"role": "assistant", "content": f.content} if self.first else {"content": f.content}
                 out = _chunk(cid, created, model, delta)
             usage = f.usage.to_dict() if f.usage.total_tokens else None
-            return out + _chunk(cid, created, model, {}, "stop", usage) + b"data: [DONE]\n\n"
+            return out + _chunk(cid, created, model, {}, "stop", usage) + DONE
         if isinstance(f, Failed):
             self.done = True
-            return b"data: " + orjson.dumps({"error": {"message": f.message, "type": "stream_error",
-                                                       "code": f.code, **(f.details or {})}}) + b"\n\n"
+            return sse({"error": {"message": f.message, "type": "stream_error", "code": f.code,
+                                  **(f.details or {})}})
         return b""
 
 

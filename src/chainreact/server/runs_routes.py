@@ -29,7 +29,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .context import ServerContext
-from .openai_api import SSE_HEADERS
 from .runs_registry import (
     FINAL_STATUSES,
     RUN_ID,
@@ -47,6 +46,7 @@ from .sessions import (
     until_end_or_disconnect,
     wire_chain_sessions,
 )
+from .sse import SSE_HEADERS, sse
 
 MEMORY_STORE = "sqlite:///:memory:"
 
@@ -95,10 +95,6 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]] | Response:
 def _allowed(request: Request, permission: str, target: str | None) -> bool:
     key = getattr(request.state, "key", None)
     return key is None or key.allows(permission, target)
-
-
-def _sse(ev: Any) -> bytes:
-    return (f"id: {ev.id}\nevent: {ev.type}\n".encode() + b"data: " + orjson.dumps(ev.data) + b"\n\n")
 
 
 def _start_request(raw: bytes) -> tuple[dict[str, Any], tuple[bool, bool], list[dict[str, Any]]] | Response:
@@ -151,7 +147,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         # The client attached to this stream owns the run unless it is detached: leaving cancels it.
         try:
             async for ev in registry.follow(live.run_id, after):
-                yield _sse(ev)
+                yield sse(ev.data, event=ev.type, id=ev.id)
             yield await end_frame(live.run_id)
         finally:
             await registry.release(live)
@@ -159,7 +155,7 @@ def routes(ctx: ServerContext) -> list[Route]:
     async def end_frame(run_id: str) -> bytes:
         view = await registry.view(run_id)
         status = view["status"] if view else "unknown"
-        return b"event: end\ndata: " + orjson.dumps({"id": run_id, "status": status}) + b"\n\n"
+        return sse({"id": run_id, "status": status}, event="end")
 
     async def answer(request: Request, live: LiveRun, stream: bool, detached: bool) -> Response:
         headers = {"X-Run-Id": live.run_id}
@@ -264,7 +260,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         async def gen() -> AsyncIterator[bytes]:
             # A watcher, not the run's owner: leaving does not cancel the run.
             async for ev in registry.follow(view["id"], int(raw)):
-                yield _sse(ev)
+                yield sse(ev.data, event=ev.type, id=ev.id)
             yield await end_frame(view["id"])
 
         return StreamingResponse(gen(), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from chainreact.server.background import BackgroundServer, free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 NPM_BIN = ROOT / ".cache" / "npm" / "node_modules" / ".bin"
@@ -160,12 +159,6 @@ class RequireHeaders:
         await self.app(scope, receive, send)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class HTTPServer:
     """The SDK test server under uvicorn in a thread; `restart()` gives a fresh server (no sessions)."""
 
@@ -174,8 +167,7 @@ class HTTPServer:
         self.required = headers
         self.port = free_port()
         self.guard: RequireHeaders | None = None
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundServer | None = None
 
     @property
     def url(self) -> str:
@@ -183,8 +175,6 @@ class HTTPServer:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def start(self) -> None:
-        import uvicorn
-
         srv = build_sdk_server()
         app = (
             srv.streamable_http_app(host="127.0.0.1")
@@ -192,27 +182,12 @@ class HTTPServer:
             else srv.sse_app(host="127.0.0.1")
         )
         self.guard = RequireHeaders(app, self.required)
-        config = uvicorn.Config(
-            self.guard,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"test MCP server did not start on port {self.port}")
-            time.sleep(0.02)
+        self._server = BackgroundServer(self.guard, port=self.port, log_level="warning", lifespan="on",
+                                        timeout_graceful_shutdown=1, stop_timeout=30).start()
 
     def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(30)
+        if self._server is not None:
+            self._server.stop()
             self._server = None
 
     def restart(self) -> None:
