@@ -58,5 +58,10 @@ class MaxStepsError(ChainreactError):
     """The run reached maxStep and the policy says to raise."""
 
 
+class NudgeEchoError(ChainreactError):
+    """The model answered with the loop's own instruction (max steps, a refused call) and there was no tool
+    result to answer from instead (agent/nudges.py)."""
+
+
 class LocalModelError(ChainreactError):
     """The embedded local model could not be started (missing extra, failed health check)."""

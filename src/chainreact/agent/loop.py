@@ -52,6 +52,7 @@ from .detection import DRAIN, StreamRouter
 from .inputs import build_messages, gen_messages, input_messages
 from .interrupt import ANSWER, Checkpoint, Interruption, Question, Resume, ToolInterrupt
 from .middleware import AgentContext, RunState
+from .nudges import MAX_STEPS_PROMPT, NudgeFilter, settle_answer, was_nudged
 from .plan import RunPlan
 from .result import RunResult
 from .special_tools import LoadTools, settle_tool_search
@@ -61,10 +62,6 @@ from .tool_exec import CallOutcome, ToolRunner
 
 log = logging.getLogger("chainreact.agent")
 
-MAX_STEPS_PROMPT = (
-    "You have reached the maximum number of steps for this task. Do not call any more tools. "
-    "Answer now with the best answer you can give from the information above."
-)
 
 
 class _WakingList(list[Event]):
@@ -216,6 +213,9 @@ class ReactLoop:
             messages, specs = state.messages, state.tool_specs or None
             if final_call:
                 messages, specs = [*messages, Message("user", MAX_STEPS_PROMPT)], None
+            # A call that saw one of the loop's own nudges: an echo of it is never the answer (nudges.py).
+            nudged = was_nudged(state.messages, final_call)
+            guard = NudgeFilter() if nudged else None
 
             # -- the model call: route items into events ---------------------------------------
             router = StreamRouter(self.detect_mode, specs is not None, plan.detection.window)
@@ -230,10 +230,13 @@ class ReactLoop:
                         for ev in self._flush():
                             yield ev
                     if isinstance(item, TextChunk):
+                        text = item.text if guard is None else guard.feed(item.text)
+                        if not text:
+                            continue
                         if think is None:
-                            yield self._ev(TextDelta(text=item.text))
+                            yield self._ev(TextDelta(text=text))
                         else:
-                            for ev in self._text_events(think.feed(item.text)):
+                            for ev in self._text_events(think.feed(text)):
                                 yield ev
                     elif isinstance(item, ReasoningChunk):
                         yield self._ev(ReasoningDelta(text=item.text))
@@ -248,6 +251,10 @@ class ReactLoop:
                         await asyncio.sleep(0)
             finally:
                 await stream.aclose()
+            if rest := (guard.flush() if guard is not None else ""):
+                pieces = [(False, rest)] if think is None else think.feed(rest)
+                for ev in self._text_events(pieces):
+                    yield ev
             if think is not None:
                 for ev in self._text_events(think.flush()):
                     yield ev
@@ -275,7 +282,11 @@ class ReactLoop:
                 yield self._ev(Preamble(text="".join(router.released)))
             if not msg.tool_calls or final_call:  # a completed answer is kept, even if cancel came
                 stop = "max_steps" if final_call else _stop_reason(response.finish_reason)
-                async for ev in self._finish(state, msg, msg.text, stop, usage):
+                content = settle_answer(msg.text, state.messages, plan.agent) if nudged else msg.text
+                if content != msg.text and state.messages and state.messages[-1] is msg:
+                    # The history keeps the answer, not the echo.
+                    state.messages[-1] = Message("assistant", content, reasoning=msg.reasoning)
+                async for ev in self._finish(state, msg, content, stop, usage):
                     yield ev
                 return
             if cancel is not None and cancel.at(CancelMode.AFTER_MODEL):

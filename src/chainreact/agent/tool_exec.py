@@ -21,6 +21,7 @@ from ..tools.base import Tool, ToolContext, ToolOutput
 from ..types import ToolCall, ToolOutputDelta
 from .interrupt import ToolInterrupt
 from .middleware import MiddlewareChain, StreamToolFn, ToolCallInfo, ToolFn
+from .nudges import repeat_refusal
 from .streaming import collect, is_streaming
 
 if TYPE_CHECKING:
@@ -152,11 +153,7 @@ class ToolRunner:
         self._recent.append(key)
         if repeats >= DOOM_LIMIT - 1:
             log.warning("doom-loop guard: refused repeated call %s %s", call.name, call.arguments)
-            return ToolOutput(
-                f"Error: {call.name} was already called {repeats} times with these same arguments and "
-                "its result is above. Do not repeat it: use that result, change approach, or answer now.",
-                True,
-            )
+            return ToolOutput(repeat_refusal(call.name, repeats), True)
         params = tool.parameters
         if params and (params.get("properties") or params.get("required")):
             problem = validate_arguments(params, args)
