@@ -118,7 +118,7 @@ def jsonable_input(data: Any) -> Any:
 
 def document_identity(agent: Any) -> dict[str, Any]:
     """Which document an agent was built from: its id, name, file and a hash of the file (or, for an agent
-    made in Python, of its configuration without keys)."""
+    made in Python, of its configuration without its endpoints and keys)."""
     source = getattr(agent, "source", None)
     digest = None
     if source:
@@ -129,7 +129,7 @@ def document_identity(agent: Any) -> dict[str, Any]:
             digest = None
     if digest is None:
         cfg = getattr(agent, "config", None)
-        data = cfg.model_dump(mode="json", exclude={"key", "failover"}) if cfg is not None else {}
+        data = cfg.model_dump(mode="json", exclude={"url", "key", "failover"}) if cfg is not None else {}
         digest = "sha256:" + hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return {"id": getattr(agent, "agent_id", None), "name": getattr(agent, "name", None), "source": source,
             "hash": digest}

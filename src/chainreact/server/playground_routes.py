@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from .context import ServerContext
 from .playground_flows import flow_handler, session_handler
-from .playground_runs import runs_handler
+from .playground_runs import cassette_handler, runs_handler
 
 STATIC_DIR = Path(__file__).parent / "playground"
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -133,5 +133,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         Route("/playground/api/flows/{id}/sessions/{sid}", session_handler(ctx)),
         Route("/playground/api/agents/{id}/runs", runs_handler(ctx, "agent")),
         Route("/playground/api/chains/{id}/runs", runs_handler(ctx, "chain")),
+        Route("/playground/api/agents/{id}/runs/{run_id}/cassette", cassette_handler(ctx, "agent")),
+        Route("/playground/api/chains/{id}/runs/{run_id}/cassette", cassette_handler(ctx, "chain")),
         Route("/playground/{file}", asset),
     ]

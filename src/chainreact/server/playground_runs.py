@@ -2,6 +2,8 @@
 
     GET /playground/api/agents/{id}/runs   {"items": [{"id", "status", "session", "created_at",
     GET /playground/api/chains/{id}/runs                   "updated_at", "answer"}]}
+    GET /playground/api/{agents|chains}/{id}/runs/{run_id}/cassette
+        the run as a cassette ("export as test": `chainreact replay` it offline; chainreact.replay)
 
 The runs API (runs_routes.py) keeps runs in the server's store (`--state`, else a private in-memory
 store) but lists none; this lists a target's most recent ones (at most MAX_RUNS, newest first), read from
@@ -54,3 +56,25 @@ def runs_handler(ctx: ServerContext, kind: str = "agent") -> Any:
         return JSONResponse({"items": items})
 
     return target_runs
+
+
+def cassette_handler(ctx: ServerContext, kind: str = "agent") -> Any:
+    """The handler answering a past run of a catalog entry as a cassette file (a download)."""
+    @ctx.guard("read", "id")
+    async def cassette(request: Request) -> Response:
+        from ..replay import export_run
+        from ..state import StateError
+
+        ident, run_id = request.path_params["id"], request.path_params["run_id"]
+        view = await ctx.runs.view(run_id) if ctx.runs is not None and ctx.store is not None else None
+        if view is None or view.get("kind") != kind or view.get("target") != ident:
+            return JSONResponse({"error": {"message": f"no run {run_id!r} of the {_NAMES[kind]} {ident!r}",
+                                           "code": "not_found"}}, status_code=404)
+        try:
+            data = await export_run(ctx.store, run_id)
+        except StateError as e:
+            return JSONResponse({"error": {"message": str(e), "code": "not_recorded"}}, status_code=409)
+        name = f"{ident}-{run_id}.cassette.json"
+        return JSONResponse(data, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    return cassette

@@ -30,7 +30,11 @@ export function pastRuns(item, onOpen, id = "past-runs") {
         h("button", { type: "button", class: "run", "data-run": r.id, "data-status": r.status,
           onclick: () => { close(); onOpen(r); } },
         h("b", {}, r.status), ` ${new Date(r.created_at * 1000).toLocaleString()} · `,
-        h("span", { class: "muted" }, r.answer || r.id)))))
+        h("span", { class: "muted" }, r.answer || r.id)),
+        // The run as a cassette: `chainreact replay` makes it an offline test.
+        h("a", { class: "export", href: `/playground/api/${item.kind}s/${encodeURIComponent(item.id)}/runs/` +
+          `${encodeURIComponent(r.id)}/cassette`, download: `${item.id}-${r.id}.cassette.json`,
+          title: "Download this run as a cassette: chainreact replay FILE" }, "export as test"))))
         : h("p", { class: "muted" }, `No run of this ${item.kind} in the server's store yet.`));
   };
   return { button, panel };
