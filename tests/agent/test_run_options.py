@@ -108,7 +108,7 @@ async def test_an_answer_that_misses_the_schema_is_asked_again(server: FakeLLM, 
                                                                  "strict": True}})
     events = [ev async for ev in agent.stream("weather?", options=RunOptions(answer=fmt))] if stream else []
     result = None if stream else await agent.run("weather?", options=RunOptions(answer=fmt))
-    content = events[-1].content if stream else result.content  # type: ignore[union-attr]
+    content = events[-1].content if stream else result.content
     assert orjson.loads(content) == {"city": "Oslo", "temp": -3}  # the fence is removed
     first, second = (r.body for r in server.chat_requests)
     assert first["response_format"] == {"type": "json_schema", "json_schema": {
@@ -119,8 +119,8 @@ async def test_an_answer_that_misses_the_schema_is_asked_again(server: FakeLLM, 
         retries = [e for e in events if isinstance(e, RetryEvent)]
         assert [(e.error_type, e.attempt) for e in retries] == [("AnswerFormatError", 1)]
     else:  # the rejected attempt and the re-ask are not part of the run's history
-        assert [m.role for m in result.messages] == ["system", "user", "assistant"]  # type: ignore[union-attr]
-        assert result.usage.total_tokens > 0  # type: ignore[union-attr]
+        assert [m.role for m in result.messages] == ["system", "user", "assistant"]
+        assert result.usage.total_tokens > 0
 
 
 async def test_a_strict_format_fails_the_run_and_a_loose_one_gives_the_last_answer(server: FakeLLM) -> None:

@@ -26,17 +26,29 @@ def unsent_part(history: Sequence[Message], messages: list[Any]) -> list[Any]:
     """`messages` (a request's non-system messages) without the turns the stored `history` already holds.
 
     Chat UIs send the whole conversation with each request, other clients only the new message. When the
-    request begins with the conversation as a user saw it (the user messages and the assistant's answers;
-    tool calls and their results are never shown, so never sent back), that part is dropped; otherwise
-    every message is new."""
+    request begins with the conversation as a user saw it (the user messages and the assistant's answers),
+    that part is dropped; otherwise every message is new. Tool calls and results in that part are passed
+    over: the agent's own are never shown, and a client that runs tools of its own (an OpenAI client's
+    `tools`) sends back the calls it was given and its results, which the history holds already."""
     seen = [(m.role, m.content or "") for m in history
             if m.role == "user" or (m.role == "assistant" and not m.tool_calls and m.content)]
 
     def key(m: Any) -> tuple[Any, Any]:
         return (m.get("role"), m.get("content") or "") if isinstance(m, dict) else (None, None)
 
-    if seen and len(messages) > len(seen) and [key(m) for m in messages[:len(seen)]] == seen:
-        return messages[len(seen):]
+    if not seen:
+        return messages
+    matched = 0
+    for i, m in enumerate(messages):
+        if isinstance(m, dict) and (m.get("role") == "tool" or (m.get("role") == "assistant"
+                                                                and m.get("tool_calls"))):
+            continue  # a tool round of the stored conversation
+        if key(m) != seen[matched]:
+            return messages
+        matched += 1
+        if matched == len(seen):
+            rest = messages[i + 1:]
+            return rest if rest else messages
     return messages
 
 

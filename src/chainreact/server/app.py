@@ -1,7 +1,8 @@
 """The Starlette application: route modules composed over one `ServerContext`, plus health checks.
 
 Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
-    openai_routes   GET /v1/models, POST /v1/chat/completions
+    openai_routes   GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions
+    responses_routes  POST /v1/responses (OpenAI's Responses API)
     rulego_routes   /api/v1/rules/...
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
@@ -39,6 +40,7 @@ from . import (
     openai_routes,
     ops,
     playground_routes,
+    responses_routes,
     rulego_routes,
     runs_routes,
 )
@@ -51,6 +53,7 @@ log = logging.getLogger("chainreact.server")
 # One entry per line: each wing adds its own line.
 ROUTE_MODULES = (
     openai_routes,
+    responses_routes,
     rulego_routes,
     flows_routes,
     login,

@@ -5,6 +5,8 @@ which the routes turn into OpenAI chunks (SSE) or one completion.
     Reasoning(text)       the model's reasoning
     Tool(event)           a TOOL_CALL_START / TOOL_CALL_RESULT object (sent only to agui clients)
     Done(content, usage, model)   the end, with the full answer
+    Calls(calls, usage, content)  the end of a run that waits for the client's own tools (client_tools.py):
+                          the calls the model made to them (ids as the client must answer them), its text
     Failed(message, ...)  the run failed (or stopped to ask: an interrupted run, HTTP 409); nothing follows
     Trace(event)          a chain run's node or agent-node event, only when asked for (`chain_frames(trace=)`)
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..types import Usage
+from ..types import ToolCall, Usage
 
 log = logging.getLogger("chainreact.server")
 
@@ -47,6 +49,13 @@ class Done:
 
 
 @dataclass(slots=True)
+class Calls:
+    calls: list[ToolCall]
+    usage: Usage = field(default_factory=Usage)
+    content: str = ""  # what the model wrote beside the calls
+
+
+@dataclass(slots=True)
 class Failed:
     message: str
     # Not streamed, the answer is HTTP `status` in OpenAI's error shape with this type and code, and
@@ -62,7 +71,7 @@ class Trace:
     event: dict[str, Any]
 
 
-Frame = Text | Reasoning | Tool | Done | Failed | Trace
+Frame = Text | Reasoning | Tool | Done | Calls | Failed | Trace
 
 
 async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[Frame]:

@@ -3,7 +3,9 @@
 SSE framing (RuleGo's and OpenAI's): one `chat.completion.chunk` per text frame (`delta.content`, or
 `delta.reasoning_content`), tool frames only for `X-Stream-Protocol: agui` clients (as
 `delta.tool_calls: [event]`), then a chunk with `finish_reason: "stop"` and the usage, then
-`data: [DONE]`. A failure inside the stream is `data: {"error": {"message", "type": "stream_error"}}`.
+`data: [DONE]`. A run that waits for the client's own tools (Calls) ends with one chunk per call
+(`delta.tool_calls: [{index, id, type, function}]`) and `finish_reason: "tool_calls"`. A failure inside
+the stream is `data: {"error": {"message", "type": "stream_error"}}`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from .frames import Done, Failed, Frame, Reasoning, Text, Tool
+from ..types import ToolCall
+from .frames import Calls, Done, Failed, Frame, Reasoning, Text, Tool
 from .sse import DONE, SSE_HEADERS, sse
 
 
@@ -128,11 +131,25 @@ async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, mode
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                 "usage": f.usage.to_dict(),
             })
+        if isinstance(f, Calls):  # the run waits for the client's own tools
+            message = {"role": "assistant", "content": f.content or None,
+                       "tool_calls": [_call(c) for c in f.calls]}
+            return JSONResponse({
+                "id": cid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                "usage": f.usage.to_dict(),
+            })
         if isinstance(f, Text):
             text.append(f.text)
         elif isinstance(f, Reasoning):
             reasoning.append(f.text)
     return error(500, "the run ended without an answer", "server_error")
+
+
+def _call(c: ToolCall, index: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}}
+    return out if index is None else {"index": index, **out}
 
 
 def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
@@ -179,6 +196,21 @@ class SseEncoder:
                 out = _chunk(cid, created, model, delta)
             usage = f.usage.to_dict() if f.usage.total_tokens else None
             return out + _chunk(cid, created, model, {}, "stop", usage) + DONE
+        if isinstance(f, Calls):  # the run waits for the client's own tools: their calls, then the end
+            self.done = True
+            parts = []
+            if f.content and not self.texts:
+                parts.append(_chunk(cid, created, model, {"role": "assistant", "content": f.content}))
+                self.first = False
+            for i, c in enumerate(f.calls):
+                calls: dict[str, Any] = {"tool_calls": [_call(c, i)]}
+                if self.first:
+                    calls["role"] = "assistant"
+                    self.first = False
+                parts.append(_chunk(cid, created, model, calls))
+            usage = f.usage.to_dict() if f.usage.total_tokens else None
+            end = _chunk(cid, created, model, {}, "tool_calls", usage)
+            return b"".join(parts) + end + DONE
         if isinstance(f, Failed):
             self.done = True
             return sse({"error": {"message": f.message, "type": "stream_error", "code": f.code,

@@ -1,10 +1,12 @@
 """OpenAI-compatible routes for everything loaded.
 
     GET  /v1/models              agents, chains and flows by id
+    GET  /v1/models/{id}         one of them (404 model_not_found)
     POST /v1/chat/completions    model = an agent, chain or flow id; stream or not
 
-An agent runs through the run registry (server/sessions.py): `user` (or `X-Session-Key`) names its
-session when the server has a state store. So does a chain's: each agent node of the chain keeps its own
+An agent runs through the run registry (server/agent_chat.py): `user` (or `X-Session-Key`) names its
+session when the server has a state store; `tools`, `tool_choice` and `response_format` apply to its
+run (client_tools.py). So does a chain's: each agent node of the chain keeps its own
 conversation in that session (server/sessions.py `chain_session`).
 
 A flow gets the last user message as one turn of the session named by `user` (or `X-Session-Key`; none:
@@ -16,16 +18,19 @@ as from an agent.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .agent_chat import agent_chat
 from .context import ServerContext, deny
 from .flows_runtime import flow_frames, last_user_text, session_key
 from .frames import agent_frames, chain_frames
 from .login import flow_user
 from .openai_api import agent_input, agui, error, parse_chat_request, respond
-from .sessions import agent_chat, chain_session
+from .sessions import chain_session
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -34,9 +39,17 @@ def routes(ctx: ServerContext) -> list[Route]:
     @ctx.guard("read")
     async def models(request: Request) -> Response:
         key = getattr(request.state, "key", None)
-        data = [{"id": e.id, "object": "model", "created": 0, "owned_by": f"chainreact-{e.kind}"}
-                for e in catalog.entries.values() if key is None or key.allows("read", e.id)]
+        data = [_model(e) for e in catalog.entries.values() if key is None or key.allows("read", e.id)]
         return JSONResponse({"object": "list", "data": data})
+
+    @ctx.guard("read", "id")
+    async def model(request: Request) -> Response:
+        ident = request.path_params["id"]
+        entry = catalog.entries.get(ident)
+        if entry is None:
+            return error(404, f"no agent, chain or flow with id {ident!r}; GET /v1/models lists them",
+                         code="model_not_found")
+        return JSONResponse(_model(entry))
 
     @ctx.guard("execute")
     async def chat(request: Request) -> Response:
@@ -54,6 +67,9 @@ def routes(ctx: ServerContext) -> list[Route]:
             return error(404, f"no agent, chain or flow with id {ident!r}; GET /v1/models lists them",
                          code="model_not_found")
         stream = bool(body.get("stream"))
+        if entry.kind != "agent" and (refused := agent_only(body.get("tools"), body.get("tool_choice"),
+                                                            body.get("response_format"), entry)):
+            return refused
         if entry.kind == "flow":
             text = last_user_text(body)
             if text is None:
@@ -79,4 +95,22 @@ def routes(ctx: ServerContext) -> list[Route]:
                                   durable=ctx.durable("chain", entry.id))
         return await respond(request, frames, ident, stream)
 
-    return [Route("/v1/models", models), Route("/v1/chat/completions", chat, methods=["POST"])]
+    return [Route("/v1/models", models), Route("/v1/models/{id}", model),
+            Route("/v1/chat/completions", chat, methods=["POST"])]
+
+
+def agent_only(tools: Any, choice: Any, fmt: Any, entry: Any) -> Response | None:
+    """The 400 for client tools or a response format sent to a chain or a flow: only an agent's model can
+    be offered them (a chain's or flow's own agents have their documents' tools and formats)."""
+    given = (("tools", bool(tools)), ("tool_choice", choice not in (None, "auto", "none")),
+             ("response_format", isinstance(fmt, dict) and fmt.get("type") != "text"))
+    asked = [name for name, yes in given if yes]
+    if not asked:
+        return None
+    return error(400, f"{' and '.join(asked)} apply to an agent's model; {entry.id!r} is a {entry.kind}, "
+                      "whose agents use the tools and formats of their documents",
+                 code="unsupported_parameter")
+
+
+def _model(entry: Any) -> dict[str, Any]:
+    return {"id": entry.id, "object": "model", "created": 0, "owned_by": f"chainreact-{entry.kind}"}

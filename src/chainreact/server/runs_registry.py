@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..types import Event
+from .run_events import EventWriter, fan_out_event
 
 log = logging.getLogger("chainreact.server.runs")
 
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+OPTIONS = "options"  # the checkpoint `extra` key of a run's RunOptions
 FINAL_STATUSES = ("done", "failed", "cancelled")
 SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace period, to save its state
 
@@ -139,50 +141,6 @@ class LiveRun:
         self.wake = asyncio.Event()
 
 
-class _EventWriter:
-    """Appends a run's events to the store, batching whatever arrived while the previous write was in
-    flight (a token stream becomes a few writes, not one per token)."""
-
-    def __init__(self, store: Any, live: LiveRun):
-        self.store, self.live = store, live
-        self.pending: list[tuple[str, Any]] = []
-        self.task: asyncio.Task[None] | None = None
-
-    def add(self, ev: Event) -> None:
-        self.pending.append((ev.type, ev.to_dict()))
-        if self.task is None or self.task.done():
-            self.task = asyncio.ensure_future(self._flush())
-
-    async def _flush(self) -> None:
-        while self.pending:
-            batch, self.pending = self.pending, []
-            try:
-                ids = await self.store.append_events(self.live.run_id, batch)
-            except Exception:  # the run goes on; its log has a hole the status still closes
-                log.exception("run %s: could not append %d events", self.live.run_id, len(batch))
-                continue
-            self.live.last_id = ids[-1]
-            self.live.notify()
-
-    async def close(self) -> None:
-        if self.task is not None:
-            await self.task
-        await self._flush()
-
-
-def _fan_out(listeners: list[asyncio.Queue[Event | None]], writer: _EventWriter | None,
-             keep: Callable[[Event], bool] | None, ev: Event | None) -> None:
-    """One event of a run to its in-process listeners (those `keep` lets through) and, persisted runs,
-    to the store's event log."""
-    if ev is None:
-        return  # the end: listeners get theirs once the run's end is saved (_drive)
-    if keep is None or keep(ev):
-        for q in listeners:
-            q.put_nowait(ev)
-    if writer is not None:
-        writer.add(ev)
-
-
 class RunRegistry:
     """`store`: the state store (opened by the runs routes at startup). `sessions`: whether chat `user`
     keys and run `session` fields read and write conversation history (only with a store the operator
@@ -209,12 +167,13 @@ class RunRegistry:
     def start_agent(self, agent: Any, target: str, data: Any, *, session: str | None = None,
                     detached: bool = False, persist: bool = True, stream: bool = True,
                     listen: bool = False, events: bool = True, resumable: bool = False,
-                    keep: Callable[[Event], bool] | None = None) -> LiveRun:
+                    keep: Callable[[Event], bool] | None = None, options: Any = None) -> LiveRun:
         """Start `agent` on `data` in the background; `listen` subscribes a queue (live.listeners[0])
         before the first event can be produced, which gets the events `keep` accepts (default: all; a
         listener that wakes only for what it uses costs less). `persist`: checkpoints and final status
         in the store; `events` (with `persist`): its events in the store's event log too. `resumable`
-        (without `persist`): saved if it stops to ask, so it can be resumed."""
+        (without `persist`): saved if it stops to ask, so it can be resumed. `options`: RunOptions (not
+        for dispatched runs: the routes refuse them), kept in the checkpoints for the run's resumes."""
         from ..state.runs import StoreCheckpointer, recording
 
         if self.closing:
@@ -222,10 +181,10 @@ class RunRegistry:
         if self.dispatcher is not None and self.dispatcher.serves("agent", target):
             return self.dispatcher.start(self, "agent", target, agent, data, session=session,
                                          detached=detached, stream=stream, listen=listen)
-        ckpt = StoreCheckpointer(self.store, session=session, extra={"target": target}) \
-            if persist or resumable else None
+        extra = {"target": target} if options is None else {"target": target, OPTIONS: options.to_dict()}
+        ckpt = StoreCheckpointer(self.store, session=session, extra=extra) if persist or resumable else None
         with recording(ckpt if persist and events else None, agent, data):  # for `runs export`
-            handle = agent.start(data, stream=stream,
+            handle = agent.start(data, stream=stream, options=options,
                                  checkpoint=ckpt if persist or ckpt is None else _KeepInterrupted(ckpt))
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
         return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen, keep)
@@ -248,9 +207,12 @@ class RunRegistry:
         return self._launch(live, functools.partial(self.save_chain_end, live), False)
 
     async def resume_agent(self, agent: Any, target: str, run_id: str, answers: dict[str, Any], *,
-                           detached: bool = False) -> LiveRun:
+                           detached: bool = False, listen: bool = False, events: bool = True,
+                           keep: Callable[[Event], bool] | None = None, options: Any = None) -> LiveRun:
         """Go on with an interrupted run (or one whose process died) in the background. Raises the
-        store's errors (StateError for refused answers, RunConflictError when claimed elsewhere)."""
+        store's errors (StateError for refused answers, RunConflictError when claimed elsewhere).
+        Arguments as for `start_agent`; without `options` the run keeps those it was started with."""
+        from ..agent import RunOptions
         from ..state import RunConflictError
         from ..state.runs import claim_resume
 
@@ -263,10 +225,14 @@ class RunRegistry:
         if self.dispatcher is not None and before is not None and self.dispatcher.owns(before):
             return await self.dispatcher.resume(self, before, target, agent, answers, detached=detached)
         resume, ckpt = await claim_resume(agent, self.store, run_id, answers)
-        handle = agent.start(resume=resume, checkpoint=ckpt, stream=True)
-        live = LiveRun(run_id, target, ckpt.session, detached, True, handle,
+        if options is None:
+            options = RunOptions.from_dict(ckpt.extra.get(OPTIONS))
+        else:
+            ckpt.extra[OPTIONS] = options.to_dict()
+        handle = agent.start(resume=resume, checkpoint=ckpt, stream=True, options=options)
+        live = LiveRun(run_id, target, ckpt.session, detached, True, handle, log_events=events,
                        last_id=before.last_event_id if before is not None else 0)
-        return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), False)
+        return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen, keep)
 
     def launch(self, live: LiveRun, save_end: SaveEnd, listen: bool = False) -> LiveRun:
         """Drive a run made elsewhere (a dispatcher's) like the registry's own: registered, its events to
@@ -278,8 +244,8 @@ class RunRegistry:
         if listen:
             live.listeners.append(asyncio.Queue())
         self.live[live.run_id] = live
-        writer = _EventWriter(self.store, live) if live.persist and live.log_events else None
-        fan_out = functools.partial(_fan_out, live.listeners, writer, keep)
+        writer = EventWriter(self.store, live) if live.persist and live.log_events else None
+        fan_out = functools.partial(fan_out_event, live.listeners, writer, keep)
         forward = getattr(live.handle, "forward", None)
         if forward is not None:
             # An AgentRun hands its events over in its own task: no task switch per event on their way
@@ -289,7 +255,7 @@ class RunRegistry:
                                                       None if forward is not None else fan_out))
         return live
 
-    async def _drive(self, live: LiveRun, save_end: SaveEnd, writer: _EventWriter | None,
+    async def _drive(self, live: LiveRun, save_end: SaveEnd, writer: EventWriter | None,
                      fan_out: Callable[[Event | None], None] | None) -> None:
         result, error = None, None
         try:

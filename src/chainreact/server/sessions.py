@@ -20,16 +20,14 @@ Without a state store chosen by the operator (`--state` or $CHAINREACT_STATE) th
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .frames import Done, Failed, Frame, answer_event, event_frame
-from .openai_api import agent_input, agui, error, respond, respond_batches
-from .runs_registry import RegistryClosed, RunRegistry, agent_session
+from .openai_api import error
+from .runs_registry import RunRegistry
 
 MAX_KEY = 200
 
@@ -90,71 +88,6 @@ async def session_input(registry: RunRegistry, key: str | None, messages: list[d
     if key is None or not registry.sessions:
         return {"messages": messages}
     return {"messages": merge_history(await registry.store.history(key), messages)}
-
-
-async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: dict[str, Any],
-                     model: str, stream: bool) -> Response:
-    """An OpenAI chat request to an agent, run through the registry: tracked for shutdown, cancelled
-    when the client goes away, checkpointed (header `X-Run-Id`) and kept in its session when the
-    server has a state store. A run that stops to ask is saved in any case and answered with 409
-    `run_interrupted` (frames.interrupted): it goes on through the runs API's resume route."""
-    key = session_key(request, body)
-    if isinstance(key, Response):
-        return key
-    key = agent_session(entry.id, key)
-    data = await session_input(registry, key, agent_input(body)["messages"])
-    persist = registry.persist_chats
-    try:
-        # Checkpointed (status, messages) but without an event log: a token stream per chat is not worth
-        # keeping; runs started through the runs API have one.
-        # The answer's listener wakes only for events that make frames for this client: not for tool
-        # calls and results unless it asked for them (agui), nor for step and model-call ends.
-        live = registry.start_agent(entry.obj, entry.id, data, session=key if registry.sessions else None,
-                                    persist=persist, stream=stream, listen=True, events=False,
-                                    resumable=True, keep=None if stream and agui(request) else answer_event)
-    except RegistryClosed:
-        return error(503, "the server is shutting down", "server_error", "shutting_down",
-                     headers={"Retry-After": "5"})
-    agent_model = entry.obj.config.model
-
-    async def batches() -> AsyncIterator[list[Frame]]:
-        # The run's events as frames, in the batches they were ready in (one write each).
-        async with contextlib.aclosing(registry.listen_batches(live)) as listened:
-            async for events in listened:
-                frames: list[Frame] = []
-                for ev in events:
-                    frame = event_frame(ev, agent_model)
-                    if frame is None:
-                        continue
-                    if isinstance(frame, Done | Failed):
-                        if frames:
-                            yield frames
-                            frames = []
-                        # The last frame goes out once the run's end is saved (status, session): a
-                        # client's next request then sees this exchange in its history.
-                        await live.ended.wait()
-                    frames.append(frame)
-                if frames:
-                    yield frames
-        if live.error is not None:
-            yield [Failed(live.error)]
-
-    if stream:
-        resp = respond_batches(request, batches(), model)
-    else:
-        async def frames() -> AsyncIterator[Frame]:
-            async for batch in batches():
-                for frame in batch:
-                    yield frame
-
-        # Not streamed: Starlette does not notice a client that leaves; watch for it, and cancel.
-        answering = asyncio.ensure_future(respond(request, frames(), model, stream))
-        if not await until_end_or_disconnect(request, registry, live, answering):
-            return Response(status_code=499)
-        resp = answering.result()
-    if persist:
-        resp.headers["X-Run-Id"] = live.run_id
-    return resp
 
 
 async def until_end_or_disconnect(request: Request, registry: RunRegistry, live: Any,
