@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import openai
 import orjson
+import pydantic
 import pytest
 
 from tests.server.runs_helpers import agent_doc
@@ -177,3 +178,40 @@ def test_the_agents_sdk_runs_its_function_tool_against_a_served_agent(fake_llm: 
     back = [m for m in llm.chat_requests[1].messages if m["role"] == "tool"]
     assert [m["content"] for m in back] == ["snow"]
     assert llm.chat_requests[0].messages[0] == {"role": "system", "content": "Use the tool."}
+
+
+def test_every_shape_validates_against_the_sdks_own_models(fake_llm: Any, serve: Any) -> None:
+    """The SDK parses leniently; its pydantic models, validated strictly, pin each field's name and type."""
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
+
+    calls = {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}], "reasoning": "Hm."}
+    llm = fake_llm([calls, {"text": "Snow.", "reasoning": "Easy.", "chunks": 2}, calls, calls, calls])
+    srv = serve({"helper.json": agent_doc(llm.url)})
+    events = pydantic.TypeAdapter(ResponseStreamEvent)
+
+    def sse(path: str, body: dict[str, Any]) -> list[Any]:
+        with httpx.stream("POST", srv.url + path, json={**body, "stream": True}, timeout=30) as r:
+            return [orjson.loads(line[6:]) for line in r.iter_lines()
+                    if line.startswith("data: ") and line != "data: [DONE]"]
+
+    first = sse("/v1/responses", {"model": "helper", "input": "Oslo?", "tools": [WEATHER]})
+    for data in first:
+        events.validate_python(data)
+    done = first[-1]["response"]
+    Response.model_validate(done)
+    call = next(o for o in done["output"] if o["type"] == "function_call")
+    second = sse("/v1/responses", {"model": "helper", "tools": [WEATHER], "input": [
+        {"type": "function_call_output", "call_id": call["call_id"], "output": "snow"}]})
+    kinds = [events.validate_python(d).type for d in second]
+    assert "response.reasoning_text.delta" in kinds and kinds[-1] == "response.completed"
+    Response.model_validate(second[-1]["response"])
+    plain = httpx.post(srv.url + "/v1/responses", json={"model": "helper", "input": "x", "tools": [WEATHER]},
+                       timeout=30).json()
+    Response.model_validate(plain)
+
+    chat_tool = {"type": "function", "function": {k: v for k, v in WEATHER.items() if k != "type"}}
+    ask = {"model": "helper", "messages": [{"role": "user", "content": "Oslo?"}], "tools": [chat_tool]}
+    for chunk in sse("/v1/chat/completions", ask):
+        ChatCompletionChunk.model_validate(chunk)
+    ChatCompletion.model_validate(httpx.post(srv.url + "/v1/chat/completions", json=ask, timeout=30).json())
