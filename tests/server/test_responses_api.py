@@ -13,7 +13,7 @@ import orjson
 import pydantic
 import pytest
 
-from tests.server.runs_helpers import agent_doc
+from tests.server.runs_helpers import agent_doc, wait_status
 from tests.server.test_flows_routes import answer, helpdesk
 
 WEATHER = {"type": "function", "name": "get_weather", "description": "The weather of a city",
@@ -215,3 +215,20 @@ def test_every_shape_validates_against_the_sdks_own_models(fake_llm: Any, serve:
     for chunk in sse("/v1/chat/completions", ask):
         ChatCompletionChunk.model_validate(chunk)
     ChatCompletion.model_validate(httpx.post(srv.url + "/v1/chat/completions", json=ask, timeout=30).json())
+
+
+def test_a_client_that_leaves_a_response_stream_cancels_its_run(fake_llm: Any, serve: Any,
+                                                                 tmp_path: Any) -> None:
+    llm = fake_llm([{"text": "y" * 300, "chunks": 300, "chunk_delay": 0.05}], loop=True)
+    srv = serve({"helper.json": agent_doc(llm.url)}, state=f"sqlite:///{tmp_path}/s.db")
+    body = {"model": "helper", "stream": True, "input": "talk"}
+    rid = None
+    with httpx.Client(timeout=10) as client, client.stream("POST", srv.url + "/v1/responses", json=body) as r:
+        for line in r.iter_lines():
+            event = orjson.loads(line[6:]) if line.startswith("data: ") else {}
+            if event.get("type") == "response.created":
+                rid = event["response"]["id"]
+            if event.get("type") == "response.output_text.delta":
+                break  # the answer is streaming; now the client closes the connection
+    assert rid is not None and rid.startswith("resp_")
+    assert wait_status(srv.url, rid[len("resp_"):])["status"] == "cancelled"

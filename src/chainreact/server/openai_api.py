@@ -14,7 +14,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from starlette.requests import Request
@@ -33,14 +33,22 @@ def error(status: int, message: str, type_: str = "invalid_request_error", code:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def parse_chat_request(raw: bytes) -> dict[str, Any] | JSONResponse:
-    """The request body as a dict, or the 400 that says what is wrong with it."""
+def json_object(raw: bytes) -> dict[str, Any] | JSONResponse:
+    """The request body as a JSON object, or the 400 that says it is not one."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         return error(400, f"the request body is not valid JSON: {e}")
     if not isinstance(body, dict):
         return error(400, "the request body must be a JSON object")
+    return body
+
+
+def parse_chat_request(raw: bytes) -> dict[str, Any] | JSONResponse:
+    """The request body as a dict, or the 400 that says what is wrong with it."""
+    body = json_object(raw)
+    if isinstance(body, JSONResponse):
+        return body
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs or not all(isinstance(m, dict) for m in msgs):
         return error(400, "'messages' must be a non-empty list of message objects", code="invalid_messages")
@@ -73,7 +81,7 @@ def respond_batches(request: Request, batches: AsyncIterator[list[Frame]], model
     producer task and no queue of its own: the first text reaches the socket one task switch after the
     run produced it."""
     enc = SseEncoder("chatcmpl-" + secrets.token_hex(12), int(time.time()), model, agui(request))
-    return _streaming(_sse_batches(batches, enc))
+    return _streaming(encode_batches(batches, enc))
 
 
 def agui(request: Request) -> bool:
@@ -230,7 +238,15 @@ async def _sse(frames: AsyncIterator[Frame], enc: SseEncoder) -> AsyncIterator[b
         await frames.aclose()  # type: ignore[attr-defined]
 
 
-async def _sse_batches(batches: AsyncIterator[list[Frame]], enc: SseEncoder) -> AsyncIterator[bytes]:
+class FrameEncoder(Protocol):
+    done: bool
+
+    def encode(self, f: Frame) -> bytes: ...
+
+
+async def encode_batches(batches: AsyncIterator[list[Frame]], enc: FrameEncoder) -> AsyncIterator[bytes]:
+    """Each batch of frames as one piece of bytes, until the encoder has encoded the stream's last frame
+    (SseEncoder here, responses_out.ResponsesEncoder for the Responses API)."""
     try:
         async for batch in batches:
             parts = []

@@ -59,13 +59,9 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = body.get("model")
         if not isinstance(ident, str) or not ident:
             return error(400, "'model' must name a served agent, chain or flow (GET /v1/models lists them)")
-        key = getattr(request.state, "key", None)
-        if key is not None and not key.allows("execute", ident):
-            return deny(403, f"this API key may not use {ident!r}", "permission_denied", True)
-        entry = catalog.entries.get(ident)
-        if entry is None:
-            return error(404, f"no agent, chain or flow with id {ident!r}; GET /v1/models lists them",
-                         code="model_not_found")
+        entry = served(request, catalog, ident)
+        if isinstance(entry, Response):
+            return entry
         stream = bool(body.get("stream"))
         if entry.kind != "agent" and (refused := agent_only(body.get("tools"), body.get("tool_choice"),
                                                             body.get("response_format"), entry)):
@@ -97,6 +93,18 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     return [Route("/v1/models", models), Route("/v1/models/{id}", model),
             Route("/v1/chat/completions", chat, methods=["POST"])]
+
+
+def served(request: Request, catalog: Any, ident: str) -> Any:
+    """The catalog entry `model` names, or the 403 (the API key may not use it) or 404 to answer."""
+    key = getattr(request.state, "key", None)
+    if key is not None and not key.allows("execute", ident):
+        return deny(403, f"this API key may not use {ident!r}", "permission_denied", True)
+    entry = catalog.entries.get(ident)
+    if entry is None:
+        return error(404, f"no agent, chain or flow with id {ident!r}; GET /v1/models lists them",
+                     code="model_not_found")
+    return entry
 
 
 def agent_only(tools: Any, choice: Any, fmt: Any, entry: Any) -> Response | None:

@@ -20,11 +20,10 @@ import binascii
 import secrets
 from typing import Any
 
-import orjson
 from starlette.responses import JSONResponse
 
 from .client_tools import result_text
-from .openai_api import error
+from .openai_api import error, json_object
 
 # Fields of a Responses request that change what is asked in ways this server does not do: refused, not
 # dropped. Other unknown fields (temperature, include, store, metadata, ...) are accepted and not used:
@@ -36,12 +35,9 @@ _TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
 
 def parse_request(raw: bytes) -> dict[str, Any] | JSONResponse:
     """The request body as a dict, or the 400 that says what is wrong with it."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        return error(400, f"the request body is not valid JSON: {e}")
-    if not isinstance(body, dict):
-        return error(400, "the request body must be a JSON object")
+    body = json_object(raw)
+    if isinstance(body, JSONResponse):
+        return body
     for name in UNSUPPORTED:
         if body.get(name):
             return error(400, f"'{name}' is not supported by this server; send the conversation as 'input' "

@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..types import ToolCall, Usage
 from .frames import Calls, Done, Failed, Frame, Reasoning, Text
-from .openai_api import error
+from .openai_api import encode_batches, error
 
 
 def usage_of(u: Usage) -> dict[str, Any]:
@@ -203,23 +203,14 @@ class ResponsesEncoder:
 
 async def events(batches: AsyncIterator[list[Frame]], enc: ResponsesEncoder) -> AsyncIterator[bytes]:
     """The stream's bytes: the opening events, then each batch of frames' (one write per batch), until
-    the last frame."""
-    try:
-        yield enc.start()
-        async for batch in batches:
-            parts = []
-            for f in batch:
-                parts.append(enc.encode(f))
-                if enc.done:
-                    break
-            data = b"".join(parts)
-            if data:
-                yield data
-            if enc.done:
-                return
-        yield enc.encode(Failed("the run ended without an answer"))
-    finally:
-        await batches.aclose()  # type: ignore[attr-defined]
+    the last frame. The opening events go out with the first batch: the batches are being read from
+    the first write on, so a client that leaves at any point closes them (and so cancels the run)."""
+    opening = enc.start()
+    async for data in encode_batches(batches, enc):
+        yield opening + data
+        opening = b""
+    if not enc.done:
+        yield opening + enc.encode(Failed("the run ended without an answer"))
 
 
 async def singles(frames: AsyncIterator[Frame]) -> AsyncIterator[list[Frame]]:

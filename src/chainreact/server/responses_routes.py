@@ -23,13 +23,13 @@ from starlette.routing import Route
 
 from .agent_chat import agent_batches, answer_or_leave, run_options, start_agent_run
 from .client_tools import tool_results
-from .context import ServerContext, deny
+from .context import ServerContext
 from .flows_runtime import flow_frames
 from .flows_runtime import session_key as flow_session
 from .frames import chain_frames
 from .login import flow_user
 from .openai_api import SSE_HEADERS, SseResponse, error
-from .openai_routes import agent_only
+from .openai_routes import agent_only, served
 from .responses_api import (
     input_messages,
     parse_request,
@@ -51,14 +51,9 @@ def routes(ctx: ServerContext) -> list[Route]:
         body = parse_request(request.state.body)
         if isinstance(body, Response):
             return body
-        ident = body["model"]
-        key = getattr(request.state, "key", None)
-        if key is not None and not key.allows("execute", ident):
-            return deny(403, f"this API key may not use {ident!r}", "permission_denied", True)
-        entry = catalog.entries.get(ident)
-        if entry is None:
-            return error(404, f"no agent, chain or flow with id {ident!r}; GET /v1/models lists them",
-                         code="model_not_found")
+        entry = served(request, catalog, body["model"])
+        if isinstance(entry, Response):
+            return entry
         messages = input_messages(body)
         if isinstance(messages, Response):
             return messages
