@@ -24,12 +24,12 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 from starlette.responses import JSONResponse, Response
 
 from ..types import ToolCall, Usage
 from .frames import Calls, Done, Failed, Frame, Reasoning, Text
 from .openai_api import encode_batches, error
+from .sse import sse
 
 
 def usage_of(u: Usage) -> dict[str, Any]:
@@ -117,7 +117,7 @@ class ResponsesEncoder:
     def _ev(self, kind: str, **fields: Any) -> bytes:
         body = {"type": kind, "sequence_number": self.seq, **fields}
         self.seq += 1
-        return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(body) + b"\n\n"
+        return sse(body, event=kind)
 
     def start(self) -> bytes:
         created = self.shell.object("in_progress", [])

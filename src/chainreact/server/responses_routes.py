@@ -28,7 +28,7 @@ from .flows_runtime import flow_frames
 from .flows_runtime import session_key as flow_session
 from .frames import chain_frames
 from .login import flow_user
-from .openai_api import SSE_HEADERS, SseResponse, error
+from .openai_api import SseResponse, error
 from .openai_routes import agent_only, served
 from .responses_api import (
     input_messages,
@@ -41,6 +41,7 @@ from .responses_api import (
 from .responses_out import ResponsesEncoder, ResponseShell, completion, events, flat, singles
 from .runs_registry import RunRegistry
 from .sessions import chain_session_metadata, session_key, wire_chain_sessions
+from .sse import SSE_HEADERS
 
 
 def routes(ctx: ServerContext) -> list[Route]:
