@@ -71,7 +71,8 @@ def test_text_template_errors_at_load() -> None:
 
     with pytest.raises(ChainLoadError) as ei:
         RuleEngine().load(one_node("text/template", {"template": "{{ nosuchfn .x }}"}))
-    assert ei.value.errors[0][0] == "$.metadata.nodes[0].configuration"
+    assert ei.value.errors == [("$.metadata.nodes[0].configuration.template",
+                                'template: template:1: function "nosuchfn" not defined (text/template)')]
 
 
 def test_join_with_a_failing_branch_is_failure_with_node_errors() -> None:

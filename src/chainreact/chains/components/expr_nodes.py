@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
+from ...errors import ConfigError
 from ..exprs import expr_template
-from ..gotemplate import GoTemplate
+from ..gotemplate import RULEGO_FUNCS, GoTemplate, ParseError, StrMap, from_json, json_value
 from ..msg import DEFAULT, FALSE, JSON, SUCCESS, TRUE, RuleMsg, to_data_string
 from .base import Component, NodeConfig, register
 
@@ -144,26 +146,59 @@ class TemplateConfig(NodeConfig):
     template: str = ""
 
 
+def _go_map(m: dict[str, Any]) -> Any:
+    """RuleGo's metadata, vars and global are map[string]string."""
+    return StrMap(m) if all(type(v) is str for v in m.values()) else json_value(m)
+
+
+def template_env(ctx: NodeContext, msg: RuleMsg) -> dict[str, Any]:
+    """The node's dot: RuleGo's env with Go's types: `.msg` decoded as encoding/json decodes it (every
+    number a float64), `.metadata` a map[string]string; `.type` is the message type, as the node's
+    RuleGo documentation says (RuleGo's own engine only sets `.msgType`)."""
+    env = ctx.env(msg, False)
+    env["msg"] = from_json(msg.data) if msg.data_type == JSON else msg.data
+    env["metadata"] = StrMap(msg.metadata)
+    env["type"] = msg.type
+    for key in ("vars", "global"):
+        if isinstance(env.get(key), dict):
+            env[key] = _go_map(env[key])
+    for nid in ctx.node.chain.referenced_nodes or ():
+        out = env.get(nid)
+        if isinstance(out, dict):  # an upstream node's output, `.nodeId.msg`
+            env[nid] = {**out, "msg": json_value(out.get("msg")),
+                        "metadata": StrMap(out.get("metadata") or {})}
+    return env
+
+
 @register
 class TextTemplate(Component):
-    """Go text/template (the subset: `{{ .field.path }}`, pipelines `| fn`, `if`/`else`/`range`) over
-    `.id .ts .data .msg .metadata .msgType .dataType`; the output becomes the data.
-    `file:/path` reads the template from a file."""
+    """Go's text/template (chains/gotemplate: the whole language, Go's fmt, Go's errors) over
+    `.id .ts .data .msg .metadata .msgType .type .dataType`; the output becomes the data.
+    `file:/path` reads the template from a file (named after the file in errors, as RuleGo names it)."""
 
     type_name = "text/template"
     Config = TemplateConfig
     config: TemplateConfig
 
     def init(self) -> None:
-        text = self.config.template
+        text, name = self.config.template, "template"
         if text.startswith("file:"):
-            with open(text[5:], encoding="utf-8") as f:
-                text = f.read()
-        self.t = GoTemplate(text)
+            path = text[5:]
+            name = os.path.basename(path)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                msg = f"open {path}: {e.strerror or e}"
+                raise ConfigError(msg, errors=[("$.template", msg)]) from None
+        try:
+            self.t = GoTemplate(text, name, RULEGO_FUNCS)
+        except ParseError as e:
+            raise ConfigError(str(e), errors=[("$.template", str(e))]) from None
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
         try:
-            msg.data = self.t.render(ctx.env(msg, False))
+            msg.data = self.t.execute(template_env(ctx, msg))
         except Exception as e:
             ctx.tell_failure(msg, e)
             return
