@@ -109,6 +109,9 @@ def test_type_msgtype_datatype_and_text_messages() -> None:
     got = out("{{.type}}/{{.msgType}}/{{.dataType}}/{{.msg}}", "plain words", type="EV", data_type="TEXT")
     assert got == "EV/EV/TEXT/plain words"
     assert out("{{.msg}}", "not json {", type="EV") == "not json {"
+    # what encoding/json makes of a JSON string and of an integer past 64 bits
+    assert out("{{.msg}}", '"quoted"') == "quoted"
+    assert out("{{.msg}}", "123456789012345678901234") == "1.2345678901234569e+23"
 
 
 def test_an_upstream_nodes_output() -> None:

@@ -156,7 +156,9 @@ def template_env(ctx: NodeContext, msg: RuleMsg) -> dict[str, Any]:
     number a float64), `.metadata` a map[string]string; `.type` is the message type, as the node's
     RuleGo documentation says (RuleGo's own engine only sets `.msgType`)."""
     env = ctx.env(msg, False)
-    env["msg"] = from_json(msg.data) if msg.data_type == JSON else msg.data
+    if msg.data_type == JSON:  # the engine's parse (cached on the message) with Go's float64 numbers
+        parsed = env["msg"]
+        env["msg"] = json_value(parsed) if type(parsed) is not str else from_json(msg.data)
     env["metadata"] = StrMap(msg.metadata)
     env["type"] = msg.type
     for key in ("vars", "global"):

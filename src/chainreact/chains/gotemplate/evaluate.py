@@ -71,6 +71,10 @@ class Evaluator:
     def eval_pipeline(self, dot: Any, pipe: PipeNode | None) -> Any:
         if pipe is None:
             return MISSING
+        field = pipe.field
+        if field is not None:  # the common {{.a.b}}: one command, one field, no declaration
+            value = self.field_value(dot, field)
+            return MISSING if value is None else value
         self.node = pipe
         value = NOFINAL
         for cmd in pipe.cmds:
@@ -158,18 +162,31 @@ class Evaluator:
             return value
         return self.eval_field_chain(dot, value, iface, v, v.ident[1:], args, final)
 
+    def field_value(self, dot: Any, field: FieldNode) -> Any:
+        """A lone field's value: map lookups all the way, else the general evaluation (and its errors)."""
+        self.node = field
+        recv = dot
+        for name in field.ident:
+            if isinstance(recv, dict):
+                recv = recv.get(name, MISSING)
+            elif recv is MISSING:
+                return MISSING
+            else:
+                return self.eval_field_chain(dot, dot, self.dot_iface, field, field.ident, None, NOFINAL)
+        return recv
+
     def eval_field_chain(self, dot: Any, receiver: Any, iface: bool, node: Node, ident: list[str],
                          args: list[Node] | None, final: Any) -> Any:
         last = len(ident) - 1
-        for i, name in enumerate(ident):
-            # the fast path: a key of a JSON object
-            if type(receiver) is dict and i < last:
-                receiver = receiver.get(name, MISSING)
+        for i in range(last):
+            if type(receiver) is dict:  # the fast path: a key of a JSON object
+                receiver = receiver.get(ident[i], MISSING)
                 iface = True
-                continue
-            receiver, iface = self.eval_field(name, node, args if i == last else None,
-                                              final if i == last else NOFINAL, receiver, iface)
-        return receiver
+            else:
+                receiver, iface = self.eval_field(ident[i], node, None, NOFINAL, receiver, iface)
+        if type(receiver) is dict and final is NOFINAL and (args is None or len(args) < 2):
+            return receiver.get(ident[last], MISSING)
+        return self.eval_field(ident[last], node, args, final, receiver, iface)[0]
 
     def eval_field(self, name: str, node: Node, args: list[Node] | None, final: Any, receiver: Any,
                    iface: bool) -> tuple[Any, bool]:
@@ -264,7 +281,7 @@ class Evaluator:
                 return None if typ == "any" else MISSING
             self.errorf(f"cannot assign nil to {typ}")
         if t is FieldNode:
-            return self.validate_type(self.eval_field_node(dot, n, [n], NOFINAL), typ)  # type: ignore[arg-type]
+            return self.validate_type(self.field_value(dot, n), typ)  # type: ignore[arg-type]
         if t is VariableNode:
             return self.validate_type(self.eval_variable_node(dot, n, None, NOFINAL), typ)  # type: ignore[arg-type]
         if t is PipeNode:

@@ -44,8 +44,11 @@ class State(Evaluator):
     __slots__ = ()
 
     def __init__(self, name: str, funcs: dict[str, GoFunc], trees: dict[str, Tree]):
-        super().__init__(name, funcs)
-        self.trees = trees
+        self.name, self.funcs, self.trees = name, funcs, trees
+        self.node: Node | None = None
+        self.vars: list[list[Any]] = []  # [name, value, interface-typed]
+        self.depth = 0
+        self.dot_iface = False
         self.out: list[str] = []
 
     def run(self, tree: Tree, data: Any) -> str:
@@ -71,8 +74,17 @@ class State(Evaluator):
                 self.node = node
                 self.out.append("<no value>" if val is MISSING else sprint_one(val))
         elif t is ListNode:
+            out = self.out
             for n in node.nodes:  # type: ignore[attr-defined]
-                self.walk(dot, n)
+                tn = type(n)
+                if tn is TextNode:
+                    out.append(n.text)
+                elif tn is ActionNode and (n.pipe.field is not None or n.pipe.dot):  # {{.a.b}}, {{.}}
+                    v = self.field_value(dot, n.pipe.field) if n.pipe.field is not None else dot
+                    out.append("<no value>" if v is MISSING or v is None else
+                               v if type(v) is str else sprint_one(v))
+                else:
+                    self.walk(dot, n)
         elif t is IfNode or t is WithNode:
             self.walk_if_or_with(t is WithNode, dot, node)  # type: ignore[arg-type]
         elif t is RangeNode:

@@ -19,13 +19,11 @@ class Printer:
 
     __slots__ = (
         "buf",
-        "good_arg_num",
         "minus",
         "plus",
         "plus_v",
         "prec",
         "prec_present",
-        "reordered",
         "sharp",
         "sharp_v",
         "space",
@@ -36,8 +34,6 @@ class Printer:
 
     def __init__(self) -> None:
         self.buf: list[str] = []
-        self.reordered = False
-        self.good_arg_num = True
         self.clear()
 
     def clear(self) -> None:

@@ -83,7 +83,7 @@ class CommentNode(Node):
 
 
 class PipeNode(Node):
-    __slots__ = ("cmds", "decl", "is_assign", "line")
+    __slots__ = ("cmds", "decl", "dot", "field", "is_assign", "line")
     kind = "pipe"
 
     def __init__(self, tree: Tree, pos: int, line: int):
@@ -92,6 +92,16 @@ class PipeNode(Node):
         self.is_assign = False
         self.decl: list[VariableNode] = []
         self.cmds: list[CommandNode] = []
+        self.field: FieldNode | None = None  # set when the pipeline is just one field: a fast path
+        self.dot = False  # the pipeline is just the dot: another
+
+    def done(self) -> None:
+        """The pipeline is complete: note whether it is a lone field (`{{.a.b}}`) or the dot."""
+        if not self.decl and len(self.cmds) == 1 and len(self.cmds[0].args) == 1:
+            arg = self.cmds[0].args[0]
+            if type(arg) is FieldNode:
+                self.field = arg
+            self.dot = type(arg) is DotNode
 
     def write(self, out: list[str], quote_text: bool) -> None:
         if self.decl:

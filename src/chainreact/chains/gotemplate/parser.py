@@ -244,6 +244,7 @@ class _Parser:
             t = self.next_non_space()
             if t.typ == end:
                 self.check_pipeline(pipe, context)
+                pipe.done()
                 return pipe
             if t.typ in (lx.BOOL, lx.CHAR_CONSTANT, lx.COMPLEX, lx.DOT, lx.FIELD, lx.IDENTIFIER,
                          lx.NUMBER, lx.NIL, lx.RAW_STRING, lx.STRING, lx.VARIABLE, lx.LEFT_PAREN):

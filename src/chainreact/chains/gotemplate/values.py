@@ -109,25 +109,41 @@ def is_true(v: Any) -> bool:
 
 
 def _floats(o: Any) -> Any:
+    """`o` with every int a float; containers without ints are returned as they are (not copied)."""
     t = type(o)
     if t is int:
         return float(o)
-    if t is dict:
-        return {k: _floats(x) for k, x in o.items()}
-    if t is list:
-        return [_floats(x) for x in o]
-    return o
+    if t is not dict and t is not list:
+        return o
+    out: Any = None
+    for k, v in (o.items() if t is dict else enumerate(o)):
+        tv = type(v)
+        if tv is int:
+            nv: Any = float(v)
+        elif tv is dict or tv is list:
+            nv = _floats(v)
+            if nv is v:
+                continue
+        else:
+            continue
+        if out is None:
+            out = t(o)
+        out[k] = nv
+    return o if out is None else out
 
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # NaN and Infinity: Python's json takes them, Go's does not
 
 
+_DECODER = json.JSONDecoder(parse_int=float, parse_constant=_not_json)
+
+
 def from_json(text: str) -> Any:
     """`text` decoded as Go's json.Unmarshal into `any` does (every number a float64); a text that is not
     JSON stays the string, as RuleGo's env does for a JSON message it cannot parse."""
     try:
-        return json.loads(text, parse_int=float, parse_constant=_not_json)
+        return _DECODER.decode(text)
     except (ValueError, RecursionError):
         return text
 
