@@ -31,6 +31,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ..agent.agent import Agent
+from ..chains.components.ai_step import node_input
 from ..chains.context import Budget, NodeContext, Run
 from ..chains.engine import Chain, RuleEngine
 from ..chains.model import End
@@ -224,7 +225,8 @@ class ChainActivities:
     async def agent_input(self, req: JSON) -> JSON:
         """An agent node's input with its session's history in front (metadata sessionKey, loadHistory)."""
         await self._log_trace(req)
-        data, n_history = await self._agent_node(req).session_input(RuleMsg.from_dict(req["msg"]))
+        msg = RuleMsg.from_dict(req["msg"])
+        data, n_history = await self._agent_node(req).session_input(msg, node_input(msg))
         return {"input": data, "history": n_history}
 
     @activity.defn(name="chainreact.chain.agent_save")

@@ -26,20 +26,21 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import orjson
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 
+from ..agent.result import RunResult
 from ..chains.catalog import builtin_components
-from ..chains.components.ai import _input, _usage_meta
+from ..chains.components.ai_step import AgentNodeFailed, agent_node_step
 from ..chains.context import NodeContext, run_message
 from ..chains.lca import lca_of_node
 from ..chains.model import DebugEvent, DebugFn, End, StreamFn
-from ..chains.msg import STREAM, SUCCESS, TEXT, RuleMsg
+from ..chains.msg import STREAM, RuleMsg
 from ..chains.trace import MAX_NODE_EVENTS, node_event
+from ..types import Message
 from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key, chain_outcome, frames_log
-from .codec import usage_from_dict
+from .codec import messages_to_list, result_from_dict
 from .options import DurableOptions, plain_activity_options, tool_activity_options
 
 CHAIN_WORKFLOW = "chainreact.chain"
@@ -209,8 +210,8 @@ async def replay(ctx: NodeContext, calls: Sequence[JSON]) -> None:
 
 
 class AgentChildNode:
-    """`ai/agent` / `ai/llm` as a child agent workflow, with the node's input and output contract
-    (components/ai.py); a session's history is loaded and saved by activities around it. Stream mode
+    """`ai/agent` / `ai/llm` as a child agent workflow: the node's own step (chains ai_step) with this
+    executor, a session's history loaded and saved by activities around the child run. Stream mode
     needs the node's in-worker stream: one node activity."""
 
     def __init__(self, wf: ChainWorkflow, model: str, remote: RemoteNode):
@@ -219,57 +220,44 @@ class AgentChildNode:
         self.remote = remote
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        meta = msg.metadata
-        if meta.get("stream") == "true":
+        if msg.metadata.get("stream") == "true":
             await self.remote.on_msg(ctx, msg)
             return
-        node = ctx.node
-        where = {"chain": node.chain.id, "node": node.id}
-        session = bool(meta.get("sessionKey"))
-        n_history = 0
-        model = meta.get("session_model", "").strip()
-        extra = meta.get("session_extra_fields", "").strip()
-        try:
-            if extra:
-                parsed = orjson.loads(extra)
-                if not isinstance(parsed, dict):
-                    raise ValueError("metadata session_extra_fields must be a JSON object")
-                extra = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
-            key = agent_key(node.chain.id, node.id, model, extra)
-            data = _input(msg)
-            if session:  # the session's history lives in the worker's session store
-                got = await self.wf.node_activity("chainreact.chain.agent_input",
-                                                  {**where, "msg": msg.to_dict()})
-                data, n_history = got["input"], int(got["history"])
-            result = await self.wf.child_agent(node.id, key, data, dict(meta))
-        except asyncio.CancelledError:
-            raise
-        except ChildWorkflowError as e:
-            if _cancelled(e):
-                raise asyncio.CancelledError() from None
-            kind, why = _failure(e)
-            text = why if not kind or why.startswith(f"{kind}:") else f"{kind}: {why}"
-            msg.data = text
-            ctx.tell_failure(msg, text)
-            return
-        except Exception as e:
-            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            msg.data = text
-            ctx.tell_failure(msg, text)
-            return
-        if session:
-            await self.wf.node_activity("chainreact.chain.agent_save",
-                                        {**where, "meta": dict(meta), "messages": result["messages"],
-                                         "history": n_history})
-        out = msg.copy()
-        out.data = str(result.get("content") or "")
-        out.data_type = TEXT
-        out.metadata["model"] = model or self.model
-        out.metadata.update(_usage_meta(usage_from_dict(result.get("usage"))))
-        ctx.tell_next(out, SUCCESS)
+        await agent_node_step(ctx, msg, _ChildRun(self, ctx), stream=False)
 
     def close(self) -> None:
         pass
+
+
+class _ChildRun:
+    """ai_step.AgentNodeIO of one message: the session's history in the worker's session store (the
+    chain.agent_input / agent_save activities), the run a child agent workflow."""
+
+    def __init__(self, node: AgentChildNode, ctx: NodeContext):
+        self.node = node
+        self.where = {"chain": ctx.node.chain.id, "node": ctx.node.id}
+
+    async def session_input(self, msg: RuleMsg, data: Any) -> tuple[Any, int]:
+        got = await self.node.wf.node_activity("chainreact.chain.agent_input",
+                                               {**self.where, "msg": msg.to_dict()})
+        return got["input"], int(got["history"])
+
+    async def run(self, ctx: NodeContext, msg: RuleMsg, model: str, extra: str, data: Any,
+                  stream: bool) -> tuple[RunResult, str]:
+        key = agent_key(ctx.node.chain.id, ctx.node.id, model, extra)
+        try:
+            result = await self.node.wf.child_agent(ctx.node.id, key, data, dict(msg.metadata))
+        except ChildWorkflowError as e:
+            if _cancelled(e):
+                raise asyncio.CancelledError() from None
+            kind, why = _failure(e)  # the agent's error, e.g. `ModelError: ...`
+            text = why if not kind or why.startswith(f"{kind}:") else f"{kind}: {why}"
+            raise AgentNodeFailed(text) from None
+        return result_from_dict(result), model or self.node.model
+
+    async def save_history(self, meta: dict[str, str], messages: list[Message], n_history: int) -> None:
+        await self.node.wf.node_activity("chainreact.chain.agent_save", {
+            **self.where, "meta": dict(meta), "messages": messages_to_list(messages), "history": n_history})
 
 
 @workflow.defn(name=CHAIN_WORKFLOW)

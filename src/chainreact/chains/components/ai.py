@@ -4,7 +4,8 @@ Input contract (the agent's): JSON data with `messages` is the conversation; oth
 plus the data as the user message. Metadata read: `stream` ("true" = stream frames on Stream),
 `sessionKey` + `loadHistory` (conversation history; `sessionScope=node`: this node's own),
 `session_model` (another model on the same endpoint), `session_extra_fields` (a JSON object merged over
-params.extraFields)."""
+params.extraFields). The node's step around the run is ai_step.agent_node_step (a durable chain run
+takes the same step with another executor); this module is its in-process executor."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...types import Message
-from ..msg import FAILURE, JSON, SUCCESS, RuleMsg
+from ..msg import FAILURE, RuleMsg
 from ..sessions import MemorySessionStore, SessionStore, node_session_key, unsent_part
 from ..trace import TIMELINE_EVENTS, agent_events
+from .ai_step import agent_node_step, usage_meta
 from .base import Component, NodeConfig, register
 
 if TYPE_CHECKING:
-    from ...agent import Agent
+    from ...agent import Agent, RunResult
     from ..context import NodeContext
 
 
@@ -29,24 +31,6 @@ def _session_store(engine: Any) -> SessionStore:
     if store is None:
         store = engine.services["sessions"] = MemorySessionStore()
     return store
-
-
-def _usage_meta(usage: Any) -> dict[str, str]:
-    if usage is None:
-        return {}
-    return {"prompt_tokens": str(usage.prompt_tokens), "completion_tokens": str(usage.completion_tokens),
-            "total_tokens": str(usage.total_tokens)}
-
-
-def _input(msg: RuleMsg) -> Any:
-    if msg.data_type == JSON and msg.data.lstrip().startswith("{"):
-        try:
-            value = orjson.loads(msg.data)
-        except orjson.JSONDecodeError:
-            return msg.data
-        if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            return value
-    return msg.data
 
 
 MAX_VARIANTS = 32
@@ -141,49 +125,22 @@ class AgentNode(Component):
         self._agents.clear()
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        meta = msg.metadata
-        stream = meta.get("stream") == "true"
-        model = meta.get("session_model", "").strip()
-        extra = meta.get("session_extra_fields", "").strip()
-        try:
-            if extra:
-                parsed = orjson.loads(extra)
-                if not isinstance(parsed, dict):
-                    raise ValueError("metadata session_extra_fields must be a JSON object")
-                extra = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
-            agent = self._agent(model, extra)
-            data, n_history = await self._with_history(msg, _input(msg))
-            effective_model = agent.config.model
-            if stream:
-                result = await self._stream(ctx, msg, agent, data, effective_model)
-            else:
-                result = await agent.run(data, metadata=meta)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            if stream:
-                frame = msg.copy()
-                frame.data = text
-                frame.metadata["error"] = "true"
-                await ctx.tell_stream(frame)
-            msg.data = text
-            ctx.tell_failure(msg, text)
-            return
-        await self.save_history(meta, result.messages, n_history)
-        out = msg.copy()
-        out.data = result.content
-        out.data_type = "TEXT"
-        out.metadata["model"] = effective_model
-        out.metadata.update(_usage_meta(result.usage))
-        if stream:
-            out.metadata["full_content"] = "true"
-        ctx.tell_next(out, SUCCESS)
+        await agent_node_step(ctx, msg, self, stream=msg.metadata.get("stream") == "true")
 
-    async def session_input(self, msg: RuleMsg) -> tuple[Any, int]:
-        """The agent's input for `msg` with the session's history in front, and the history's length
-        (the durable layer calls it and `save_history` in activities around a child agent workflow)."""
-        return await self._with_history(msg, _input(msg))
+    # -- ai_step.AgentNodeIO, in process --------------------------------------------------------------
+
+    async def run(self, ctx: NodeContext, msg: RuleMsg, model: str, extra: str, data: Any,
+                  stream: bool) -> tuple[RunResult, str]:
+        agent = self._agent(model, extra)
+        used = agent.config.model
+        if stream:
+            return await self._stream(ctx, msg, agent, data, used), used
+        return await agent.run(data, metadata=msg.metadata), used
+
+    async def session_input(self, msg: RuleMsg, data: Any) -> tuple[Any, int]:
+        """`data` (the node's input for `msg`) with the session's history in front, and the history's
+        length (a durable chain run calls it and `save_history` in activities around its child run)."""
+        return await self._with_history(msg, data)
 
     async def save_history(self, meta: dict[str, str], messages: list[Message], n_history: int) -> None:
         """Store what a run added to the session's conversation (the loaded history is already stored)."""
@@ -216,7 +173,7 @@ class AgentNode(Component):
             return {**data, "messages": system + old + unsent_part(history, rest)}, len(old)
         return {"messages": [*old, {"role": "user", "content": data}]}, len(old)
 
-    async def _stream(self, ctx: NodeContext, msg: RuleMsg, agent: Agent, data: Any, model: str) -> Any:
+    async def _stream(self, ctx: NodeContext, msg: RuleMsg, agent: Agent, data: Any, model: str) -> RunResult:
         from ...types import events as ev
 
         run = agent.start(data, stream=True, metadata=msg.metadata)
@@ -255,7 +212,7 @@ class AgentNode(Component):
         except asyncio.CancelledError:
             run.cancel()
             raise
-        await ctx.tell_stream(frame("", stream_completed="true", model=model, **_usage_meta(result.usage)))
+        await ctx.tell_stream(frame("", stream_completed="true", model=model, **usage_meta(result.usage)))
         return result
 
 
