@@ -273,6 +273,25 @@ async def test_tool_context_carries_history(server: FakeLLM) -> None:
     assert "ctx" not in peek.parameters["properties"]
 
 
+async def test_tool_context_idempotency_key_is_run_step_and_call(server: FakeLLM) -> None:
+    keys: list[str] = []
+
+    @tool
+    def charge(cents: int, ctx: ToolContext) -> str:
+        """Charge once."""
+        keys.append(ctx.idempotency_key)
+        return "charged"
+
+    server.add_turns([{"tool_calls": [call("charge", {"cents": 1}, id="c1")]},
+                      {"tool_calls": [call("charge", {"cents": 2}, id="c1"),
+                                      call("charge", {"cents": 3}, id="c2")]},
+                      {"text": "ok"}])
+    result = await make_agent(server, tools=[charge]).run("x")
+    run_id = result.metadata["run_id"]
+    # The same call id in a later step is another call: its key differs.
+    assert sorted(keys) == [f"{run_id}/1/c1", f"{run_id}/2/c1", f"{run_id}/2/c2"]
+
+
 def test_run_sync(server: FakeLLM) -> None:
     server.add_turns([{"text": "one"}, {"text": "two"}])
     agent = make_agent(server, tools=[])

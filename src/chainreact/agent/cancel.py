@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..types import Message
 
@@ -72,20 +72,40 @@ class CancelState:
         """True when the loop, at safe point `point`, must stop."""
         return self.requested and bool(self.mode & point)
 
+    def request(self, mode: CancelMode, stop: Callable[[], None]) -> None:
+        """Ask the loop to stop at the first safe point of `mode` (nothing once the run has finished); an
+        immediate cancel also calls `stop()`, which cancels whatever drives the loop (a task, a workflow's
+        loop task)."""
+        if self.finished.is_set():
+            return
+        self.mode |= mode
+        self.requested = True
+        if mode & CancelMode.IMMEDIATE:
+            stop()
+
+    def escalate(self, stop: Callable[[], None]) -> None:
+        """A safe-point cancel's timeout ran out: unless the run finished meanwhile, it stops now."""
+        if not self.finished.is_set():
+            self.escalated = True
+            self.request(CancelMode.IMMEDIATE, stop)
+
+
+async def escalate_after(state: CancelState, timeout: float, stop: Callable[[], None],
+                         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    """The timer of a safe-point cancel: after `timeout` seconds, an immediate stop. In process `sleep` is
+    asyncio's; a durable run passes its workflow's (a durable timer, the same on every replay)."""
+    await sleep(timeout)
+    state.escalate(stop)
+
 
 class CancelHandle:
     """Returned by `AgentRun.cancel()`; `await handle.wait()` tells how the run ended."""
 
-    def __init__(self, state: CancelState, escalate: Callable[[], None], timeout: float | None):
+    def __init__(self, state: CancelState, stop: Callable[[], None], timeout: float | None):
         self._state = state
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Task[None] | None = None
         if timeout is not None and not state.finished.is_set():
-            def fire() -> None:
-                if not state.finished.is_set():
-                    state.escalated = True
-                    escalate()
-
-            self._timer = asyncio.get_running_loop().call_later(timeout, fire)
+            self._timer = asyncio.ensure_future(escalate_after(state, timeout, stop))
 
     async def wait(self) -> str:
         """'cancelled', 'escalated' (a timeout forced an immediate stop) or 'finished' (it ended anyway)."""

@@ -315,7 +315,8 @@ class ReactLoop:
         history = state.messages
 
         def make_ctx(call: ToolCall, history: list[Message] = history) -> ToolContext:
-            ctx = ToolContext(call.id, self.run_id, plan.agent, self.path, history, self._forward_nested)
+            ctx = ToolContext(call.id, self.run_id, plan.agent, self.path, history, self._forward_nested,
+                              step=self.step)
             if answers and call.id in answers:
                 ctx.state[ANSWER] = answers[call.id]  # a resumed call: the answer it waited for
             return ctx

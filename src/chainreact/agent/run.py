@@ -107,21 +107,12 @@ class AgentRun:
     def cancel(self, mode: CancelMode | str = CancelMode.IMMEDIATE, *, timeout: float | None = None
                ) -> CancelHandle:
         """Ask the run to stop at the first safe point of `mode` (flags combine; see cancel.py)."""
-        m = CancelMode.parse(mode)
-        state = self._cancel
-
-        def escalate() -> None:
-            state.mode |= CancelMode.IMMEDIATE
-            state.requested = True
+        def stop() -> None:
             if not self._task.done():
                 self._task.cancel()
 
-        if not state.finished.is_set():
-            state.mode |= m
-            state.requested = True
-            if m & CancelMode.IMMEDIATE:
-                escalate()
-        return CancelHandle(state, escalate, timeout)
+        self._cancel.request(CancelMode.parse(mode), stop)
+        return CancelHandle(self._cancel, stop, timeout)
 
 
 _sync_loop: asyncio.AbstractEventLoop | None = None

@@ -39,6 +39,14 @@ class ToolContext:
     messages: list[Message] = field(default_factory=list)  # the caller's history up to this call
     emit: Callable[[Event], None] | None = None  # forward nested events into the caller's stream
     state: dict[str, Any] = field(default_factory=dict)  # per-run scratch space shared by tools
+    step: int = 0  # the run's step (model call) that asked for this call
+
+    @property
+    def idempotency_key(self) -> str:
+        """`run id/step/call id`: the same each time this one call runs (a durable run's activity retried on
+        another worker: its run id is the workflow's), different for any other call. A tool with side
+        effects that must not repeat passes it on (an `Idempotency-Key` header, a unique column)."""
+        return f"{self.run_id}/{self.step}/{self.call_id}"
 
 
 class Tool:
