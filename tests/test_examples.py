@@ -98,6 +98,7 @@ EXPECTED = {
                       '"route":"/v1/chat/completions","status":200,'],
     "durable_agent.py": ['→ weather({"city":"Lyon"})', "← weather: Lyon: 21°C, clear", "  delta 'It is 2'",
                          "answer: It is 21°C and clear in Lyon. (steps=2, stop_reason=stop)",
+                         "the tool's idempotency key: weather-", "/1/w1 (run id weather-",
                          "interrupted: Which city? (status: interrupted)",
                          "resumed: It is 21°C and clear in Oslo."],
     "durable_chain.py": ['Success at page: {"page":"on-call: outage","score":9} (model=demo)',

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from chainreact.flows import Flow
-from chainreact.flows.agent_node import EXTRACT_SYSTEM
 from chainreact.flows.memory import EXTRACT_PROMPTS, INSTRUCTIONS_HEADER, MEMORIES_HEADER, parse_extracted
+from chainreact.flows.node_steps import EXTRACT_SYSTEM
 
 
 def chat_flow(url: str, memory_type: str, scope: str | None = None) -> dict[str, Any]:

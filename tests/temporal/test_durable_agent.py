@@ -15,6 +15,7 @@ from chainreact import Agent, tool
 from chainreact.agent.interrupts import AskUserTool
 from chainreact.durable import AgentHost, DurableAgent, DurableOptions, DurableRunError, durable_worker
 from chainreact.testing import FakeLLM, tool_steps_responder
+from chainreact.tools import ToolContext
 
 CALLS: list[str] = []
 
@@ -37,6 +38,12 @@ async def slow(seconds: float) -> str:
         raise
     CALLS.append("slow done")
     return "waited"
+
+
+@tool
+def key_of(ctx: ToolContext) -> str:
+    """The call's idempotency key."""
+    return ctx.idempotency_key
 
 
 def _agent(llm: FakeLLM, **kw: Any) -> Agent:
@@ -149,7 +156,13 @@ async def test_cancel_after_tools_lets_the_tool_finish(temporal_client: Any, tas
     assert [m.text for m in result.messages if m.role == "tool"] == ["waited"]
 
 
-async def test_cancel_immediate_is_workflow_cancellation(temporal_client: Any, task_queue: str) -> None:
+@pytest.mark.parametrize("mode,timeout", [("immediate", None), ("after_tools", 0.5)],
+                         ids=["immediate", "after_tools-escalated"])
+async def test_cancel_immediate_is_workflow_cancellation(temporal_client: Any, task_queue: str, mode: str,
+                                                         timeout: float | None) -> None:
+    """`immediate` is a workflow cancellation; a safe-point cancel with a timeout while a long tool runs
+    escalates to immediate when the timeout (a durable timer in the workflow) runs out, as in process.
+    Either way the tool in flight is stopped and no model call follows."""
     script = [{"tool_calls": [{"id": "s1", "name": "slow", "arguments": {"seconds": 30}}]}, {"text": "never"}]
     with FakeLLM(script) as llm:
         async with _durable(temporal_client, task_queue, _agent(llm, tools=[slow]),
@@ -158,11 +171,45 @@ async def test_cancel_immediate_is_workflow_cancellation(temporal_client: Any, t
             run = await durable.start("go")
             while "slow 30.0" not in CALLS:
                 await asyncio.sleep(0.02)
-            await run.cancel("immediate")
-            result = await asyncio.wait_for(run.result(), 20)
+            await run.cancel(mode, timeout=timeout)
+            result = await asyncio.wait_for(run.result(), 20)  # without the escalation: 30 s
+        assert len(llm.chat_requests) == 1
     assert result.stop_reason == "cancelled"
     assert CALLS == ["slow 30.0", "slow cancelled"]  # the tool in flight was stopped before the run ended
     assert result.messages[-1].role == "tool" and result.messages[-1].text.startswith("Cancelled")
+
+
+async def test_a_tool_reads_its_idempotency_key_as_in_process(temporal_client: Any, task_queue: str) -> None:
+    """The key is the run's id (the workflow id), the step and the call id: what the tool sees in the
+    activity, on any worker and any attempt (docs/durable.md, "Guarantees")."""
+    script = [{"tool_calls": [{"id": "k1", "name": "key_of", "arguments": {}}]}, {"text": "ok"}]
+    with FakeLLM(script) as llm:
+        async with _durable(temporal_client, task_queue, _agent(llm, tools=[key_of])) as durable:
+            result = await durable.run("go")
+    run_id = result.metadata["run_id"]
+    assert [m.text for m in result.messages if m.role == "tool"] == [f"{run_id}/1/k1"]
+
+
+async def test_a_failed_tool_activity_is_an_error_result(temporal_client: Any, task_queue: str,
+                                                        tmp_path: Path) -> None:
+    """A tool activity whose attempts are spent (here its start-to-close timeout, one attempt) is an error
+    result for the model, as a tool error in process: the loop goes on, its event says is_error."""
+    from chainreact.state import open_store
+
+    script = [{"tool_calls": [{"id": "s1", "name": "slow", "arguments": {"seconds": 5}}]},
+              {"text": "gave up"}]
+    async with await open_store(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        with FakeLLM(script) as llm:
+            async with _durable(temporal_client, task_queue, _agent(llm, tools=[slow]), store=store,
+                                options=DurableOptions(tool_timeout=1.0, tool_attempts=1)) as durable:
+                run = await durable.start("go")
+                events = [ev async for ev in run.events(store)]
+                result = await run.result()
+            answered = llm.chat_requests[1].messages[-1]
+    assert result.content == "gave up"
+    [res] = [e for e in events if e["type"] == "tool_result"]
+    assert res["is_error"] is True and res["content"].startswith("Error: tool slow failed: ")
+    assert answered == {"role": "tool", "content": res["content"], "tool_call_id": "s1"}
 
 
 async def test_stream_events_reach_the_caller_through_the_store(temporal_client: Any, task_queue: str,

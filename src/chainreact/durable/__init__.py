@@ -21,13 +21,13 @@ except ImportError as e:  # pragma: no cover - the extra is installed in CI
     raise ConfigError("chainreact.durable needs the temporal extra: "
                       "pip install 'chainreact[temporal]'") from e
 
-from .activities import AgentActivities, AgentHost
-from .chain_activities import ChainActivities, ChainHost
+from .activities import AgentActivities
+from .chain_activities import ChainActivities
 from .chain_client import DurableChain, DurableChainRun, chain_worker_extras, durable_chain_worker
 from .client import DurableAgent, DurableRun, DurableRunError, connect
 from .devserver import DevServer
-from .flow_activities import FlowHost
 from .flow_client import DurableFlow, DurableTurn
+from .hosts import AgentHost, ChainHost, FlowHost
 from .options import DurableOptions
 from .worker import durable_worker, make_worker
 

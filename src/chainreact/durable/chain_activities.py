@@ -15,65 +15,30 @@ Of a run started with `trace`, each of them first appends the node events the wo
 last activity to the run's frames log, and the node activity appends its streaming agent node's
 timeline events (chains/trace.py) as they come.
 
-A `ChainHost` is an AgentHost (it may serve agents too) over a RuleEngine holding the loaded chains; it
-also serves each `ai/agent` node's Agent under a derived name (chain_plan.agent_key), so the node can run
-as a child agent workflow whose model and tool calls are the agent activities.
+They run over a ChainHost (hosts.py): an AgentHost (it may serve agents too) over a RuleEngine holding
+the loaded chains; it also serves each `ai/agent` node's Agent under a derived name (chain_plan.agent_key),
+so the node can run as a child agent workflow whose model and tool calls are the agent activities.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ..agent.agent import Agent
 from ..chains.components.ai_step import node_input
 from ..chains.context import Budget, NodeContext, Run
-from ..chains.engine import Chain, RuleEngine
 from ..chains.model import End
 from ..chains.msg import RuleMsg
 from ..chains.trace import agent_event, agent_events
-from .activities import FLUSH_EVERY, AgentHost, Publisher, heartbeating
-from .chain_plan import FRAME_EVENT, JSON, chain_snapshot, parse_agent_key
+from .chain_plan import FRAME_EVENT, JSON, chain_snapshot
 from .codec import messages_from_list
-
-
-class ChainHost(AgentHost):
-    """The chains a worker serves (an engine with them loaded), and optionally agents and a state store."""
-
-    def __init__(self, engine: RuleEngine, agents: Iterable[Agent] | Mapping[str, Agent] = (), *,
-                 store: Any = None):
-        super().__init__(agents, store=store)
-        self.engine = engine
-
-    def chain(self, chain_id: str) -> Chain:
-        chain = self.engine.get(chain_id)
-        if chain is None:
-            known = ", ".join(sorted(self.engine.chains)) or "none"
-            raise ApplicationError(f"rule chain {chain_id!r} is not served by this worker (it serves: "
-                                   f"{known}); start a worker with its chain file on this task queue",
-                                   type="UnknownChain", non_retryable=True)
-        return chain
-
-    def agent(self, name: str) -> Agent:
-        key = parse_agent_key(name)
-        if key is None:
-            return super().agent(name)
-        chain_id, node_id, model, extra = key
-        node = self.chain(chain_id).nodes.get(node_id)
-        if node is None or not hasattr(node.component, "agent_for"):
-            raise ApplicationError(f"rule chain {chain_id!r} has no agent node {node_id!r} on this worker",
-                                   type="UnknownAgent", non_retryable=True)
-        agent: Agent = node.component.agent_for(model, extra)
-        return agent
-
-    async def aclose(self) -> None:
-        await super().aclose()
-        self.engine.close()
+from .hosts import ChainHost
+from .worker_io import FLUSH_EVERY, Publisher, heartbeating, tick_while
 
 
 def _err_text(err: BaseException | str) -> str:
@@ -180,31 +145,26 @@ class ChainActivities:
         ctx.in_relation = str(req.get("relation") or "")
         timeline = Publisher(store, req["trace_log"]) if req.get("trace_log") and store is not None else None
         token = agent_events.set(functools.partial(_agent_sink, timeline)) if timeline is not None else None
+        async def flush() -> None:  # frames told since the last one, also while the node waits
+            if pub is not None:
+                await pub.flush()
+            if timeline is not None:
+                await timeline.flush()
+
         async with heartbeating(float(req.get("heartbeat", 10.0))):
             work = asyncio.ensure_future(node.component.on_msg(ctx, msg))  # with the sink, if set
             if token is not None:
                 agent_events.reset(token)
+            live = pub is not None or timeline is not None
             try:
-                while not work.done():
-                    live = pub is not None or timeline is not None
-                    await asyncio.wait((work,), timeout=FLUSH_EVERY if live else None)
-                    if pub is not None:
-                        await pub.flush()  # frames told since the last one, also while the node waits
-                    if timeline is not None:
-                        await timeline.flush()
-                work.result()
+                # Cancelled: the node's own cleanup (an agent run's cancel) first, its sub-runs with it.
+                await tick_while(work, flush, every=FLUSH_EVERY if live else None, on_cancel=run.cancel)
             except asyncio.CancelledError:
-                work.cancel()
-                run.cancel()
-                await asyncio.wait((work,))  # the node's own cleanup (an agent run's cancel) first
                 raise
             except Exception as e:  # a component bug or a function that raised: Failure, as in process
                 ctx.tell_failure(msg, e)
             finally:
-                if pub is not None:
-                    await pub.flush()
-                if timeline is not None:
-                    await timeline.flush()
+                await flush()
         return {"calls": ctx.calls}
 
     async def _log_trace(self, req: JSON) -> None:

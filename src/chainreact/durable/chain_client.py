@@ -24,13 +24,16 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..chains.model import End
 from ..chains.msg import RuleMsg
 from .chain_plan import FRAME_EVENT, JSON, frames_log
-from .client import DurableRunError, DurableTarget
+from .client import DurableRunError, DurableTarget, WorkflowRun, run_error
 from .options import DurableOptions
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 log = logging.getLogger("chainreact.durable")
 
@@ -73,16 +76,14 @@ class DurableChain(DurableTarget):
         return await run.result()
 
     async def get(self, run_id: str) -> DurableChainRun:
-        client = await self.client()
-        return DurableChainRun(client.get_workflow_handle(run_id), run_id)
+        return DurableChainRun(await self.handle(run_id), run_id)
 
 
-class DurableChainRun:
+class DurableChainRun(WorkflowRun):
     """One durable chain run: a workflow handle with the engine's vocabulary."""
 
     def __init__(self, handle: Any, run_id: str):
-        self.handle = handle
-        self.run_id = run_id
+        super().__init__(handle, run_id)
         # The Stream frames nobody consumed in the chain, after result(); of a run started with `stream`,
         # only those its workers did not log (a worker without a state store).
         self.frames: list[RuleMsg] = []
@@ -103,16 +104,13 @@ class DurableChainRun:
             if isinstance(cause, CancelledError):
                 raise DurableRunError(f"run {self.run_id!r} was cancelled", error_type=CANCELLED,
                                       run_id=self.run_id) from e
-            while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
-                cause = cause.cause
-            raise DurableRunError(f"run {self.run_id!r} failed: {getattr(cause, 'message', None) or cause}",
-                                  error_type=getattr(cause, "type", "") or "", run_id=self.run_id) from e
+            raise run_error(e, f"run {self.run_id!r}", self.run_id) from e
         self.frames = [RuleMsg.from_dict(f) for f in out.get("streams") or ()]
         self._ends = [End(e["relation"], RuleMsg.from_dict(e["msg"]), e.get("error"), e.get("nodeId", ""))
                       for e in out["ends"]]
         return list(self._ends)
 
-    async def stream(self, store: Any, *, poll: float = 0.05,
+    async def stream(self, store: Store, *, poll: float = 0.05,
                      on_trace: Callable[[JSON], Any] | None = None) -> AsyncIterator[RuleMsg]:
         """Every Stream frame of a run started with `stream=True`, in order, as the workers log them in
         `store` (the workers' state store), then the frames that came with the result (from workers without
@@ -152,7 +150,7 @@ class DurableChainRun:
         for frame in self.frames:
             yield frame
 
-    async def _close_log(self, store: Any, log_id: str, error: BaseException | None) -> None:
+    async def _close_log(self, store: Store, log_id: str, error: BaseException | None) -> None:
         status = "done" if error is None else \
             "cancelled" if getattr(error, "error_type", "") == CANCELLED else "failed"
         try:
@@ -166,8 +164,7 @@ class DurableChainRun:
 
     async def status(self) -> JSON:
         """{"status": starting|running|done|failed|cancelled, "nodes": node executions started}."""
-        out: JSON = await self.handle.query("status")
-        return out
+        return await super().status()
 
 
 class RetriedFrames:

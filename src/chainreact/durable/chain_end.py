@@ -21,18 +21,21 @@ reads it to the end).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .chain_plan import JSON, frames_log
+from .records import durable_record
+
+if TYPE_CHECKING:
+    from ..state.base import RunRecord, Store
 
 log = logging.getLogger("chainreact.durable")
 
-FORMAT = "temporal"  # the records of durable runs (server/durable_runs.FORMAT)
 LEFT, ENDED = "left", "ended"  # the marks of a record (module doc)
 TRIES = 5  # compare-and-set rounds before giving up (each lost round means the other side wrote)
 
 
-async def finish(store: Any, run_id: str, end: JSON, *, record: bool, streamed: bool) -> None:
+async def finish(store: Store, run_id: str, end: JSON, *, record: bool, streamed: bool) -> None:
     """The workflow's side: `end` ({"status", "content", "usage"} or {"status", "error"}) reached the
     store; `record`: the run has a record of the runs API; `streamed`: its frames log may exist."""
     if streamed:
@@ -52,7 +55,7 @@ async def finish(store: Any, run_id: str, end: JSON, *, record: bool, streamed: 
     log.warning("chain run %s: its end was not recorded (the record kept changing)", run_id)
 
 
-async def leave(store: Any, run_id: str) -> None:
+async def leave(store: Store, run_id: str) -> None:
     """The leaving server's side: nobody here follows run `run_id` any more."""
     for _ in range(TRIES):
         rec = await store.get_run(run_id)
@@ -67,7 +70,7 @@ async def leave(store: Any, run_id: str) -> None:
     log.warning("chain run %s: could not mark it left to the workers", run_id)
 
 
-async def close_frames_log(store: Any, run_id: str, status: str) -> None:
+async def close_frames_log(store: Store, run_id: str, status: str) -> None:
     """Mark a streamed run's frames log stopped (when it exists: appending made it a record)."""
     log_id = frames_log(run_id)
     rec = await store.get_run(log_id)
@@ -75,7 +78,7 @@ async def close_frames_log(store: Any, run_id: str, status: str) -> None:
         await store.save_run(log_id, {"frames_of": run_id}, status=status)
 
 
-async def _mark(store: Any, rec: Any, snap: JSON) -> bool:
+async def _mark(store: Store, rec: RunRecord, snap: JSON) -> bool:
     from ..state import RunConflictError
 
     try:
@@ -86,7 +89,7 @@ async def _mark(store: Any, rec: Any, snap: JSON) -> bool:
     return True
 
 
-async def _write_end(store: Any, run_id: str, snap: JSON, end: JSON) -> None:
+async def _write_end(store: Store, run_id: str, snap: JSON, end: JSON) -> None:
     """The closing event, then the final record (a follower that sees the status has every event)."""
     status = end["status"]
     extra = {k: v for k, v in (snap.get("extra") or {}).items() if k not in ("content", "error")}
@@ -101,5 +104,5 @@ async def _write_end(store: Any, run_id: str, snap: JSON, end: JSON) -> None:
         event = {"type": "error", "run_id": run_id, "error": end.get("error") or "the chain failed"}
         extra["error"] = event["error"]
     await store.append_events(run_id, [(event["type"], event)])
-    await store.save_run(run_id, {"format": FORMAT, "workflow_id": snap.get("workflow_id") or run_id,
-                                  "extra": extra}, status=status)
+    await store.save_run(run_id, durable_record(snap.get("workflow_id") or run_id, extra=extra),
+                         status=status)

@@ -28,7 +28,6 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
-from temporalio.exceptions import CancelledError as TemporalCancelledError
 
 from ..agent.result import RunResult
 from ..chains.catalog import builtin_components
@@ -41,6 +40,7 @@ from ..chains.trace import MAX_NODE_EVENTS, node_event
 from ..types import Message
 from .chain_plan import AGENT_TYPES, JSON, WORKFLOW_TYPES, agent_key, chain_outcome, frames_log
 from .codec import messages_to_list, result_from_dict
+from .failures import cancelled, failure
 from .options import DurableOptions, plain_activity_options, tool_activity_options
 
 CHAIN_WORKFLOW = "chainreact.chain"
@@ -53,19 +53,6 @@ class NodeActivityError(RuntimeError):
 
 class AgentCancelledError(RuntimeError):
     """An agent node's child workflow was cancelled from outside the chain: that node's Failure."""
-
-
-def _failure(e: BaseException) -> tuple[str, str]:
-    """(type, message) of the error at the bottom of Temporal's wrapper chain."""
-    while isinstance(e, ActivityError | ChildWorkflowError) and e.cause is not None:
-        e = e.cause
-    if isinstance(e, ApplicationError):
-        return e.type or "", e.message
-    return type(e).__name__, str(e)
-
-
-def _cancelled(e: BaseException) -> bool:
-    return isinstance(getattr(e, "cause", None), TemporalCancelledError)
 
 
 class WorkflowNode:
@@ -248,9 +235,9 @@ class _ChildRun:
         try:
             result = await self.node.wf.child_agent(ctx.node.id, key, data, dict(msg.metadata))
         except ChildWorkflowError as e:
-            if _cancelled(e):
+            if cancelled(e):
                 raise asyncio.CancelledError() from None
-            kind, why = _failure(e)  # the agent's error, e.g. `ModelError: ...`
+            kind, why = failure(e)  # the agent's error, e.g. `ModelError: ...`
             text = why if not kind or why.startswith(f"{kind}:") else f"{kind}: {why}"
             raise AgentNodeFailed(text) from None
         return result_from_dict(result), model or self.node.model
@@ -283,7 +270,7 @@ class ChainWorkflow:
                 **plain_activity_options(self.opts.plan_timeout, self.opts))
         except ActivityError as e:
             self.status = "failed"
-            kind, why = _failure(e)
+            kind, why = failure(e)
             await self._publish(req, {"status": "failed", "error": why})
             raise ApplicationError(why, type=kind or "PlanError", non_retryable=True) from None
         engine = WorkflowEngine(snap, self)
@@ -323,7 +310,7 @@ class ChainWorkflow:
                  "stream": bool(req.get("stream")), **self._traced()},
                 **plain_activity_options(60.0, self.opts))
         except ActivityError as e:  # the store is down: the run's end stands in its workflow's result
-            workflow.logger.warning("chain run: its end was not written to the store: %s", _failure(e)[1])
+            workflow.logger.warning("chain run: its end was not written to the store: %s", failure(e)[1])
 
     async def node_activity(self, name: str, req: JSON) -> Any:
         """A node's activity. A cancelled branch (message timeout, run cancelled) stops at once, as in
@@ -333,9 +320,9 @@ class ChainWorkflow:
         try:
             return await workflow.execute_activity(name, {**req, **self._traced()}, **options)
         except ActivityError as e:
-            if _cancelled(e):
+            if cancelled(e):
                 raise asyncio.CancelledError() from None
-            raise NodeActivityError(_failure(e)[1]) from None  # the engine turns it into Failure
+            raise NodeActivityError(failure(e)[1]) from None  # the engine turns it into Failure
 
     def _debug(self, ev: DebugEvent) -> None:
         """A node's IN or OUT, kept for the timeline (chains/trace.py): logged by the next activity, not

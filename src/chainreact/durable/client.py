@@ -16,13 +16,16 @@ needs nothing of the agent but its name. `client` is a temporalio Client or an a
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..agent.result import RunResult
 from ..errors import ChainreactError
 from .codec import JSON, result_from_dict
 from .options import DurableOptions
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 STOP_EVENTS = ("final", "error", "cancelled", "interrupted")
 # A model attempt's live text, and the retried attempt's `stream_reset` (activities.STREAM_RESET).
@@ -71,6 +74,23 @@ class DurableTarget:
         if isinstance(self._client, str):
             self._client = await connect(self._client, namespace=self.namespace)
         return self._client
+
+    async def handle(self, workflow_id: str) -> Any:
+        """The temporalio handle of a workflow started earlier (by any process)."""
+        return (await self.client()).get_workflow_handle(workflow_id)
+
+
+class WorkflowRun:
+    """A run's workflow handle and id: what the handles of agent and chain runs share."""
+
+    def __init__(self, handle: Any, run_id: str):
+        self.handle = handle
+        self.run_id = run_id
+
+    async def status(self) -> JSON:
+        """What the workflow's `status` query says (each kind of run: its own fields)."""
+        out: JSON = await self.handle.query("status")
+        return out
 
 
 class DurableAgent(DurableTarget):
@@ -129,16 +149,11 @@ class DurableAgent(DurableTarget):
 
     async def get(self, run_id: str) -> DurableRun:
         """The handle of a run started earlier (by any process)."""
-        client = await self.client()
-        return DurableRun(client.get_workflow_handle(run_id), run_id)
+        return DurableRun(await self.handle(run_id), run_id)
 
 
-class DurableRun:
+class DurableRun(WorkflowRun):
     """One durable run: a workflow handle with the agent's vocabulary."""
-
-    def __init__(self, handle: Any, run_id: str):
-        self.handle = handle
-        self.run_id = run_id
 
     async def result(self, stop: JSON | None = None) -> RunResult:
         """The RunResult once the run stops: at its end, or at an interrupt (`stop_reason` "interrupted",
@@ -155,11 +170,7 @@ class DurableRun:
         try:
             out = await self.handle.result()
         except WorkflowFailureError as e:
-            cause: Any = e.cause
-            while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
-                cause = cause.cause
-            raise DurableRunError(f"run {self.run_id!r} failed: {getattr(cause, 'message', None) or cause}",
-                                  error_type=getattr(cause, "type", "") or "", run_id=self.run_id) from e
+            raise run_error(e, f"run {self.run_id!r}", self.run_id) from e
         return result_from_dict(out["result"])
 
     async def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
@@ -187,10 +198,9 @@ class DurableRun:
 
     async def status(self) -> JSON:
         """{"status": starting|running|interrupted|done|failed|cancelled, "questions": [...], "step": n}."""
-        out: JSON = await self.handle.query("status")
-        return out
+        return await super().status()
 
-    async def events(self, store: Any, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
+    async def events(self, store: Store, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
         """The run's events (dicts, as `--jsonl` prints them) from `store`'s log, while the run goes on,
         until the run stops (final, error, cancelled or interrupted). The workers must have been started
         with the same store, and the run with `stream=True` for text deltas as they arrive.
@@ -198,32 +208,53 @@ class DurableRun:
         A model call retried after it streamed part of its text (a cut connection, a lost worker) starts
         again with a `stream_reset` event (`attempt`: the new attempt): drop the text and reasoning deltas
         of that step received so far. Deltas of an attempt already superseded are not yielded."""
-        import asyncio
+        # keep: a superseded attempt still writing (e.g. one that timed out) is left out
+        async for d in tail_log(store, self.run_id, self.handle, STOP_EVENTS, after=after, poll=poll,
+                                keep=StreamAttempts().keep):
+            yield d
 
-        from temporalio.client import WorkflowExecutionStatus
 
-        idle = 0.0
-        ended = False
-        attempts = StreamAttempts()
-        while True:
-            batch = await store.events(self.run_id, after=after, limit=500)
-            for ev in batch:
-                after = ev.id
-                if not attempts.keep(ev.type, ev.data):
-                    continue  # a superseded attempt still writing (e.g. one that timed out)
-                yield ev.data
-                if ev.type in STOP_EVENTS:
-                    return
-            if batch:
-                idle = 0.0
+async def tail_log(store: Store, log_id: str, handle: Any, stop: tuple[str, ...], *, after: int = 0,
+                   poll: float = 0.05, keep: Callable[[str, Any], bool] | None = None) -> AsyncIterator[JSON]:
+    """The events of log `log_id` in `store` (their data), as the workers append them, until one of type
+    in `stop`, or until the workflow behind `handle` has ended and the log has nothing more (a run that
+    failed before it could write its last event: Temporal is asked about once a second while the log is
+    quiet). `keep(type, data)` False leaves an event out."""
+    import asyncio
+
+    from temporalio.client import WorkflowExecutionStatus
+
+    idle = 0.0
+    ended = False
+    while True:
+        batch = await store.events(log_id, after=after, limit=500)
+        for ev in batch:
+            after = ev.id
+            if keep is not None and not keep(ev.type, ev.data):
                 continue
-            if ended:
+            yield ev.data
+            if ev.type in stop:
                 return
-            await asyncio.sleep(poll)
-            idle += poll
-            if idle >= 1.0:  # a run that failed before its loop started has no stop event: ask Temporal
-                idle = 0.0
-                ended = (await self.handle.describe()).status != WorkflowExecutionStatus.RUNNING
+        if batch:
+            idle = 0.0
+            continue
+        if ended:
+            return
+        await asyncio.sleep(poll)
+        idle += poll
+        if idle >= 1.0:
+            idle = 0.0
+            ended = (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+
+
+def run_error(e: Any, what: str, run_id: str) -> DurableRunError:
+    """A failed workflow (temporalio's WorkflowFailureError `e`) as the caller's DurableRunError: the
+    message and type of the error it failed with, not Temporal's wrappers."""
+    cause: Any = e.cause
+    while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
+        cause = cause.cause
+    return DurableRunError(f"{what} failed: {getattr(cause, 'message', None) or cause}",
+                           error_type=getattr(cause, "type", "") or "", run_id=run_id)
 
 
 class StreamAttempts:

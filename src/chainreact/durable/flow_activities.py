@@ -8,63 +8,35 @@
     chainreact.flow.save     the session saved with the version it was read at, then the turn's last events
     chainreact.flow.publish  events into the log (a failed turn's `error`)
 
-A `FlowHost` holds the worker's flows by id. Flows need a state store (sessions, memory); the worker's
-store (`chainreact worker --state URL`) is given to every flow, else each flow opens its own (the
+A `FlowHost` (hosts.py) holds the worker's flows by id. Flows need a state store (sessions, memory); the
+worker's store (`chainreact worker --state URL`) is given to every flow, else each flow opens its own (the
 document's `state`, `$CHAINREACT_STATE`). The turn's events go to the same store's event log, under the
 turn id, so a caller reading that store sees them live.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ..flows.engine import Flow
 from ..flows.model import RuleChainNode
-from .activities import Publisher, heartbeating
 from .codec import JSON
+from .hosts import FlowHost
+from .worker_io import Publisher, heartbeating
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 
-class FlowHost:
-    """The flows a worker serves, by flow id."""
-
-    def __init__(self, flows: Iterable[Flow] | Mapping[str, Flow] = ()):
-        items = flows.items() if isinstance(flows, Mapping) else ((f.id, f) for f in flows)
-        self.flows: dict[str, Flow] = {}
-        self.node_agents: Any = None  # flow_node_activities.NodeAgents: agent nodes' agents in use
-        for key, flow in items:
-            if key in self.flows and self.flows[key] is not flow:
-                raise ValueError(f"two flows with id {key!r} in one worker: give each document a distinct id")
-            self.flows[key] = flow
-
-    def flow(self, flow_id: str) -> Flow:
-        flow = self.flows.get(flow_id)
-        if flow is None:
-            known = ", ".join(sorted(self.flows)) or "none"
-            raise ApplicationError(f"flow {flow_id!r} is not served by this worker (it serves: {known}); "
-                                   "start a worker with its document on this task queue", type="UnknownFlow",
-                                   non_retryable=True)
-        return flow
-
-    async def aclose(self) -> None:
-        if self.node_agents is not None:
-            await self.node_agents.aclose()
-        for flow in self.flows.values():
-            await flow.aclose()
-
-
-class _Log(Publisher):
+def turn_log(store: Store | None, log_id: str) -> Publisher:
     """A turn's events (FlowEvent dicts, `{"event": type, "node": ..., ...}`) into the store's log."""
-
-    def add_event(self, d: JSON) -> None:
-        if self.store is not None:
-            self.pending.append((str(d["event"]), d))
+    return Publisher(store, log_id, key="event")
 
 
-def _failure(e: Exception) -> ApplicationError:
+def turn_failure(e: Exception) -> ApplicationError:
     """A node's error fails the turn (never retried: it is the flow's answer, as in process)."""
     return ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__, non_retryable=True)
 
@@ -78,10 +50,10 @@ class FlowActivities:
     def activities(self) -> list[Any]:
         return [self.load, self.chain, self.save, self.publish]
 
-    async def _log(self, flow: Flow, req: JSON) -> _Log:
-        log = _Log(await flow.store() if req.get("events", True) else None, req["log"])
+    async def _log(self, flow: Flow, req: JSON) -> Publisher:
+        log = turn_log(await flow.store() if req.get("events", True) else None, req["log"])
         for d in req.get("publish") or ():
-            log.add_event(d)
+            log.add(d)
         return log
 
     @activity.defn(name="chainreact.flow.load")
@@ -105,7 +77,7 @@ class FlowActivities:
             try:
                 output = await flow.run_chain(node, dict(req["env"]))
             except Exception as e:
-                raise _failure(e) from None
+                raise turn_failure(e) from None
         return {"output": output}
 
     @activity.defn(name="chainreact.flow.save")

@@ -19,13 +19,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..flows.engine import TurnResult
 from ..flows.events import FlowEvent, FlowMessage
-from .client import DurableRunError, DurableTarget
+from .client import DurableRunError, DurableTarget, run_error, tail_log
 from .codec import JSON
 from .options import DurableOptions
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 log = logging.getLogger("chainreact.durable")
 
@@ -88,7 +91,7 @@ class DurableFlow(DurableTarget):
         turn = await self.start(session, text, user=user, group=group)
         return await turn.result()
 
-    async def stream(self, session: str, text: str, *, store: Any, user: Mapping[str, Any] | None = None,
+    async def stream(self, session: str, text: str, *, store: Store, user: Mapping[str, Any] | None = None,
                      group: Mapping[str, Any] | None = None, agent_events: bool = False,
                      keep_running: Callable[[], bool] | None = None) -> AsyncIterator[FlowEvent]:
         """One turn's FlowEvents as it happens, read from `store` (the workers' state store), as
@@ -150,11 +153,7 @@ class DurableTurn:
         try:
             out = await self.handle.result()
         except WorkflowFailureError as e:
-            cause: Any = e.cause
-            while getattr(cause, "cause", None) is not None and not getattr(cause, "type", None):
-                cause = cause.cause
-            raise DurableRunError(f"turn {self.turn_id!r} failed: {getattr(cause, 'message', None) or cause}",
-                                  error_type=getattr(cause, "type", "") or "", run_id=self.turn_id) from e
+            raise run_error(e, f"turn {self.turn_id!r}", self.turn_id) from e
         return TurnResult(node=out["node"], ended=bool(out["ended"]),
                           messages=[FlowMessage(m["node"], m["content"], m.get("role", "assistant"))
                                     for m in out["messages"]],
@@ -169,27 +168,8 @@ class DurableTurn:
         out: JSON = await self.handle.query("status")
         return out
 
-    async def events(self, store: Any, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
+    async def events(self, store: Store, *, after: int = 0, poll: float = 0.05) -> AsyncIterator[JSON]:
         """The turn's events (dicts, as `chainreact flow send --jsonl` prints them) from `store`'s log while
         the turn goes on, until `turn_end` (or `error`). The workers must use the same store."""
-        from temporalio.client import WorkflowExecutionStatus
-
-        idle = 0.0
-        ended = False
-        while True:
-            batch = await store.events(self.turn_id, after=after, limit=500)
-            for ev in batch:
-                after = ev.id
-                yield ev.data
-                if ev.type in STOP_EVENTS:
-                    return
-            if batch:
-                idle = 0.0
-                continue
-            if ended:
-                return
-            await asyncio.sleep(poll)
-            idle += poll
-            if idle >= 1.0:  # a turn that failed before it could publish has no stop event: ask Temporal
-                idle = 0.0
-                ended = (await self.handle.describe()).status != WorkflowExecutionStatus.RUNNING
+        async for d in tail_log(store, self.turn_id, self.handle, STOP_EVENTS, after=after, poll=poll):
+            yield d

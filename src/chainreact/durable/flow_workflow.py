@@ -2,8 +2,8 @@
 
     load activity (the document, the session and its version)
       -> flows.routing.route (the same code as Flow.stream): node by node, in workflow code
-           aiagent node -> flow_node.NodeRunner: its decisions here (the agent's ReactLoop, output
-                           validation, questions), its I/O as chainreact.flow.node.* activities
+           aiagent node -> flows.node_steps.node_turn, the node's own steps, with flow_node.ActivityNodeIO:
+                           the agent's ReactLoop here, its I/O as chainreact.flow.node.* activities
            rulechain node -> activity chainreact.flow.chain
            message / end nodes, outcomes, transitions, groups, login -> decided here, no I/O
       -> save activity (expecting the version read at the start), then the last events: turn_end
@@ -25,8 +25,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from ..flows.asking import Pending
 from ..flows.model import AIAgentNode, FlowDef, RuleChainNode
+from ..flows.node_steps import node_turn
 from ..flows.routing import Session, route, turn_env
 from .codec import JSON
+from .failures import root
 from .options import DurableOptions, plain_activity_options, tool_activity_options
 
 WORKFLOW = "chainreact.flow.turn"
@@ -44,11 +46,10 @@ def _plain(env: dict[str, Any]) -> JSON:
 
 def _failure(e: BaseException) -> tuple[str, str]:
     """The message and error type of a failed activity (the node's own error), or of a routing error."""
-    while isinstance(e, ActivityError) and e.cause is not None:
-        e = e.cause
-    if isinstance(e, ApplicationError):
-        return str(e.message), e.type or "ApplicationError"
-    return f"{type(e).__name__}: {e}", type(e).__name__
+    r = root(e)
+    if isinstance(r, ApplicationError):
+        return str(r.message), r.type or "ApplicationError"
+    return f"{type(r).__name__}: {r}", type(r).__name__
 
 
 class _ActivityIO:
@@ -59,11 +60,11 @@ class _ActivityIO:
 
     async def agent(self, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
                     agent_events: bool) -> AsyncIterator[Any]:
-        from .flow_node import NodeRunner
+        from .flow_node import ActivityNodeIO
 
         req = self.wf.req
-        runner = NodeRunner(self.wf, node, env, pending, agent_events, f"flow:{req['flow']}:{req['session']}")
-        async for item in runner.run():
+        io = ActivityNodeIO(self.wf, node, env, agent_events, f"flow:{req['flow']}:{req['session']}")
+        async for item in node_turn(node, env, io, pending):  # the node's steps, as in process
             yield item
 
     async def chain(self, node: RuleChainNode, env: dict[str, Any]) -> Any:

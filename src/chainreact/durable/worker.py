@@ -19,11 +19,12 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .activities import HOSTS, AgentActivities, AgentHost
+from .activities import AgentActivities
+from .hosts import HOSTS, AgentHost
 from .workflow import AgentWorkflow
 
 if TYPE_CHECKING:
-    from .flow_activities import FlowHost
+    from .hosts import FlowHost
 
 PASSTHROUGH = ("chainreact", "orjson", "pydantic", "pydantic_core", "httpx", "anyio", "yaml")
 

@@ -17,68 +17,40 @@ in-process one: `stop_reason == "cancelled"`, a `cancelled` event, the messages 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
-from datetime import timedelta
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.exceptions import CancelledError as TemporalCancelledError
 
-from ..agent.cancel import CancelMode, CancelState, repair_history
+from ..agent.cancel import CancelMode, CancelState, escalate_after, repair_history
 from ..agent.detection import DRAIN
-from ..agent.interrupt import ANSWER, Checkpoint, Resume
+from ..agent.inputs import build_messages
+from ..agent.interrupt import Checkpoint, Resume
 from ..agent.loop import ReactLoop
 from ..agent.plan import Detection, Limits, RunPlan
 from ..agent.result import RunResult
-from ..agent.special_tools import ToolSearchTool
-from ..errors import ModelError
-from ..tools.base import Tool, ToolContext, ToolOutput
-from ..types import Cancelled, Event, Message, StreamItem, ToolCall
-from .activities import loop_middleware
-from .codec import (
-    JSON,
-    call_to_dict,
-    client_event_from_dict,
-    messages_from_list,
-    messages_to_list,
-    output_from_dict,
-    question_to_dict,
-    response_from_dict,
-    result_to_dict,
-)
+from ..types import Cancelled, Event, Message
+from .codec import JSON, messages_from_list, question_to_dict, result_to_dict
+from .failures import cause_text, reraise_cancel
 from .hooks import HOOK_ACTIVITY, workflow_chain
-from .options import DurableOptions, model_activity_options, plain_activity_options, tool_activity_options
+from .hosts import loop_middleware
+from .options import DurableOptions, model_activity_options, plain_activity_options
+from .workflow_io import LIVE, ActivityIO, RemoteTool
 
 WORKFLOW = "chainreact.agent"
 TERMINAL = ("done", "failed", "cancelled")
-_LIVE = ("text_delta", "reasoning_delta")  # streamed by the model activity itself
 
 
-class RemoteTool(Tool):
-    """A tool as the workflow's loop sees it: name, description, schema. It runs in an activity."""
-
-    def __init__(self, spec: JSON):
-        self.name = spec["name"]
-        self.description = spec.get("description", "")
-        self.parameters = spec.get("parameters") or {"type": "object", "properties": {}}
-        self.timeout = spec.get("timeout")
-        self.full_history = bool(spec.get("history"))
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
-        raise RuntimeError(f"tool {self.name} runs in an activity, not in the workflow")
-
-
-def _reraise_cancel(e: ActivityError) -> None:
-    """An activity cancelled because the run was: the loop must see a cancellation, not a failure."""
-    if isinstance(e.cause, TemporalCancelledError):
-        raise asyncio.CancelledError()
-
-
-def _cause(e: BaseException) -> str:
-    while isinstance(e, ActivityError) and e.cause is not None:
-        e = e.cause
-    return str(e.message if isinstance(e, ApplicationError) else e)
+def first_messages(snap: JSON) -> Callable[[str, Any], list[Message]]:
+    """The run's first messages (the loop's gen_model_input) from the plan activity's snapshot: its
+    conversation with the instruction in front by build_messages' own rule (unless the conversation has
+    its own system message), with the instruction before_agent middleware left; a GenModelInput's
+    messages as they are."""
+    conversation = messages_from_list(snap["messages"])
+    if snap.get("generated", snap.get("system") == "generated"):  # ("system": runs started before 0.x)
+        return lambda _instruction, _data: list(conversation)
+    return lambda instruction, _data: build_messages({"messages": conversation}, instruction, ())
 
 
 @workflow.defn(name=WORKFLOW)
@@ -117,13 +89,13 @@ class AgentWorkflow:
         except asyncio.CancelledError:
             return await self._end(self._cancelled_result(name, []))
         except ActivityError as e:
-            self.status = "failed"
-            raise ApplicationError(f"agent {name!r}: {_cause(e)}", type="PlanError",
+            self._finished("failed")
+            raise ApplicationError(f"agent {name!r}: {cause_text(e)}", type="PlanError",
                                    non_retryable=True) from None
         self.events = bool(snap.get("events"))
         self.status = "running"
         plan = self._plan(snap)
-        resume: Resume | None = None  # the first messages come from the snapshot (self._messages)
+        resume: Resume | None = None  # the first messages come from the snapshot (first_messages)
         while True:
             result = await self._drive(plan, req.get("input"), resume)
             if result.stop_reason != "interrupted":
@@ -153,10 +125,14 @@ class AgentWorkflow:
 
     async def _end(self, result: RunResult) -> JSON:
         out = self.stopped = result_to_dict(result)
-        self.status = "cancelled" if result.stop_reason == "cancelled" else "done"
+        self._finished("cancelled" if result.stop_reason == "cancelled" else "done")
         await self._publish(self.status, out)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return {"result": out}
+
+    def _finished(self, status: str) -> None:
+        self.status = status
+        self.cancel.finished.set()  # a cancel's escalation timer that fires later does nothing
 
     async def _drive(self, plan: RunPlan, data: Any, resume: Resume | None) -> RunResult:
         loop = self.loop = ReactLoop(plan, streaming=False, cancel=self.cancel, run_id=self.run_id)
@@ -172,10 +148,10 @@ class AgentWorkflow:
             except asyncio.CancelledError:
                 if task.done() and not task.cancelled():
                     raise
-                self._request(CancelMode.IMMEDIATE)  # the workflow was cancelled: stop the loop now
+                self.cancel.request(CancelMode.IMMEDIATE, self._stop)  # the workflow was cancelled
                 await task
         except Exception as e:
-            self.status = "failed"
+            self._finished("failed")
             await self._publish("failed", None)
             raise ApplicationError(f"{type(e).__name__}: {e}", type=type(e).__name__,
                                    non_retryable=True) from None
@@ -196,11 +172,16 @@ class AgentWorkflow:
         sv = self.req.get("session_values")
         tools = tuple(RemoteTool(t) for t in snap["tools"])
         deferred = tuple(RemoteTool(t) for t in snap.get("deferred") or ())
+        live = bool(self.req.get("stream"))
+        io = ActivityIO(model_activity="chainreact.agent.model", tool_activity="chainreact.agent.tool",
+                        base=self._base, opts=self.opts,
+                        model_options=model_activity_options(snap["model"], self.opts),
+                        model_fields={"stream": live, "live": live and self.events})
         return RunPlan(
             agent=snap["agent"],
             instruction=snap["instruction"],
-            model=self._model_io(snap["model"]),
-            call_tool=self._tool_io,
+            model=io.model,
+            call_tool=io.call_tool,
             tools=tools,
             deferred_tools=deferred,
             return_directly=frozenset(snap.get("return_directly") or ()),
@@ -214,7 +195,7 @@ class AgentWorkflow:
             checkpoint=self._checkpoint,
             middleware=workflow_chain(loop_middleware(workflow.info().task_queue, snap["agent"]),
                                       self._hook_io, {t.name: t for t in (*tools, *deferred)}),
-            gen_model_input=self._messages(snap),
+            gen_model_input=first_messages(snap),
         )
 
     async def _hook_io(self, data: JSON) -> JSON:
@@ -224,26 +205,9 @@ class AgentWorkflow:
             out: JSON = await workflow.execute_activity(
                 HOOK_ACTIVITY, req, **plain_activity_options(self.opts.plan_timeout, self.opts))
         except ActivityError as e:
-            _reraise_cancel(e)
-            raise RuntimeError(f"middleware {data['index']} {data['hook']}: {_cause(e)}") from None
+            reraise_cancel(e)
+            raise RuntimeError(f"middleware {data['index']} {data['hook']}: {cause_text(e)}") from None
         return out
-
-    @staticmethod
-    def _messages(snap: JSON) -> Callable[[str, Any], list[Message]]:
-        """The run's first messages: the plan activity's, with the instruction that before_agent
-        middleware left (build_messages' rule: it leads unless the input brought a system message)."""
-        planned = snap["instruction"]
-
-        def first(instruction: str, data: Any) -> list[Message]:
-            messages = messages_from_list(snap["messages"])
-            if snap.get("system") == "instruction" and instruction != planned:
-                if planned:
-                    messages = messages[1:]
-                if instruction:
-                    messages.insert(0, Message("system", instruction))
-            return messages
-
-        return first
 
     async def _checkpoint(self, cp: Checkpoint) -> None:
         self.checkpoint = cp  # the history is the durable checkpoint; this is where a resume starts
@@ -257,51 +221,13 @@ class AgentWorkflow:
             out["publish"], self.outbox = self.outbox, []
         return out
 
-    def _model_io(self, model: JSON) -> Callable[..., AsyncGenerator[StreamItem, None]]:
-        options = model_activity_options(model, self.opts)
-        live = bool(self.req.get("stream"))
-
-        async def call(messages: list[Message], tools: list[JSON] | None, *, stream: bool,
-                       on_event: Callable[[Any], None]) -> AsyncGenerator[StreamItem, None]:
-            req = {**self._base(), "messages": messages_to_list(messages), "tools": tools, "stream": live,
-                   "live": live and self.events}
-            try:
-                res = await workflow.execute_activity("chainreact.agent.model", req, **options)
-            except ActivityError as e:  # the cause's message, without Temporal's wrapper chain
-                _reraise_cancel(e)
-                raise ModelError(_cause(e)) from None
-            for d in res.get("events") or ():
-                ev = client_event_from_dict(d)
-                if ev is not None:
-                    on_event(ev)
-            yield response_from_dict(res["response"])
-
-        return call
-
-    async def _tool_io(self, call: ToolCall, tool: Tool, args: dict[str, Any],
-                       ctx: ToolContext) -> ToolOutput:
-        req = {**self._base(), "call": call_to_dict(call), "args": args, "path": list(ctx.path)}
-        if ANSWER in ctx.state:
-            req["answer"] = ctx.state[ANSWER]
-        if getattr(tool, "full_history", False):
-            req["history"] = messages_to_list(ctx.messages)
-        if isinstance(tool, ToolSearchTool):  # the run's own (before_agent changed the deferred tools)
-            req["search"] = {"tools": [t.name for t in tool.deferred], "limit": tool.limit}
-        try:
-            res = await workflow.execute_activity("chainreact.agent.tool", req,
-                                                  **tool_activity_options(tool.timeout, self.opts))
-        except ActivityError as e:  # attempts exhausted (lost workers, timeouts): a result, as in process
-            _reraise_cancel(e)
-            return ToolOutput(f"Error: tool {call.name} failed: {_cause(e)}", True)
-        return output_from_dict(res)
-
     # -- events -----------------------------------------------------------------------------------
 
     def _emit(self, ev: Event) -> None:
         if not self.events:
             return
         d = ev.to_dict()
-        if self.req.get("stream") and d["type"] in _LIVE:
+        if self.req.get("stream") and d["type"] in LIVE:
             return  # the model activity already streamed this text as it arrived
         self.outbox.append(d)
 
@@ -314,22 +240,20 @@ class AgentWorkflow:
 
     # -- cancel, answers, status ------------------------------------------------------------------
 
-    def _request(self, mode: CancelMode) -> None:
-        self.cancel.mode |= mode
-        self.cancel.requested = True
-        if mode & CancelMode.IMMEDIATE and self.loop_task is not None and not self.loop_task.done():
+    def _stop(self) -> None:
+        """An immediate cancel: the loop's task is cancelled (the activity in flight with it)."""
+        if self.loop_task is not None and not self.loop_task.done():
             self.loop_task.cancel()
 
     @workflow.signal(name="cancel")
     async def cancel_signal(self, req: JSON) -> None:
+        """A cancel of any mode; a safe-point one with a timeout escalates to immediate after it (the
+        agent's own escalation, on a durable timer)."""
         mode = CancelMode.parse(str(req.get("mode") or "immediate"))
-        self._request(mode)
+        self.cancel.request(mode, self._stop)
         timeout = req.get("timeout")
         if timeout is not None and not mode & CancelMode.IMMEDIATE:
-            await workflow.sleep(timedelta(seconds=float(timeout)))
-            if self.status in ("running", "starting"):
-                self.cancel.escalated = True
-                self._request(CancelMode.IMMEDIATE)
+            await escalate_after(self.cancel, float(timeout), self._stop, workflow.sleep)
 
     @workflow.update(name="answer")
     async def answer(self, answers: JSON) -> JSON:

@@ -22,8 +22,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .agent_node import TEXT_FIELDS
 from .events import FlowEvent, from_agent_event
+from .node_steps import TEXT_FIELDS
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
 

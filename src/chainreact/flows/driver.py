@@ -9,13 +9,17 @@ result, and a chat must show tool calls while they run.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.interrupt import Resume
 from ..agent.loop import ReactLoop
 from ..agent.result import RunResult
 from ..tools.base import ToolOutput
+from ..types import Event
 from .events import FlowEvent, from_agent_event
+
+if TYPE_CHECKING:
+    from ..state.checkpoint import RunSnapshot
 
 
 async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, session: str | None = None,
@@ -26,18 +30,12 @@ async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, 
     run's FlowEvents and, last, its RunResult. A refused answer raises chainreact.state's StateError
     before anything runs. `agent_events`: the model calls stream and each agent event is passed on as it
     is, as an `agent` FlowEvent (`data["agent_event"]`), instead of the flow's own tool events."""
-    from ..state.checkpoint import prepare_resume, save_snapshot
     from ..state.runs import StoreCheckpointer
 
     ckpt: StoreCheckpointer | None = None
     resume: Resume | None = None
     if run_id is not None:
-        snap, version, checked = await prepare_resume(store, run_id, answers)
-        snap.status, snap.questions = "running", []
-        # Claimed before anything runs: a second process answering the same question gets RunConflictError.
-        version = await save_snapshot(store, snap, expect_version=version)
-        completed = {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()}
-        resume = Resume(snap.messages, snap.step, snap.pending_tool_calls, completed, checked, run_id)
+        snap, version, resume = await claim(store, run_id, answers)
         ckpt = StoreCheckpointer(store, session=snap.session, version=version, extra=extra)
         ckpt.last = snap
     elif store is not None:
@@ -46,7 +44,7 @@ async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, 
     loop = ReactLoop(plan, streaming=agent_events, run_id=run_id)
     try:
         async for ev in loop.events(input, resume):
-            fe = FlowEvent("agent", node, {"agent_event": ev}) if agent_events else from_agent_event(ev, node)
+            fe = flow_event(ev, node, agent_events)
             if fe is not None:
                 yield fe
     except Exception as e:
@@ -60,4 +58,29 @@ async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, 
     yield result
 
 
-__all__ = ["drive"]
+async def claim(store: Any, run_id: str, answers: dict[str, Any] | None) -> tuple[RunSnapshot, int, Resume]:
+    """A stored run that waits for `answers` (or whose process died), claimed before anything runs: saved as
+    running expecting the version read, so a second process answering the same question gets
+    RunConflictError. The snapshot, the version saved and where the run goes on from."""
+    from ..state.checkpoint import prepare_resume, save_snapshot
+
+    snap, version, checked = await prepare_resume(store, run_id, answers)
+    snap.status, snap.questions = "running", []
+    version = await save_snapshot(store, snap, expect_version=version)
+    return snap, version, resume_of(snap, checked)
+
+
+def resume_of(snap: RunSnapshot, answers: dict[str, Any]) -> Resume:
+    """Where a stored run goes on from: its messages, step, pending calls, completed results, answers."""
+    completed = {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()}
+    return Resume(snap.messages, snap.step, snap.pending_tool_calls, completed, answers, snap.run_id)
+
+
+def flow_event(ev: Event, node: str, agent_events: bool) -> FlowEvent | None:
+    """An agent event of a node's run as the turn shows it: as is (`agent_events`: an `agent` FlowEvent
+    carrying it) or in the flow's own form (events.from_agent_event; None for those a turn does not
+    show)."""
+    return FlowEvent("agent", node, {"agent_event": ev}) if agent_events else from_agent_event(ev, node)
+
+
+__all__ = ["claim", "drive", "flow_event", "resume_of"]

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent_node import AgentOutcome, run_agent_node
+from .agent_node import run_agent_node
 from .asking import Pending
 from .chain_node import run_chain_node
 from .events import FlowEvent, FlowMessage
 from .model import AIAgentNode, FlowDef, RuleChainNode
+from .node_steps import AgentOutcome
 from .recording import TurnRecording
 from .routing import MAX_HOPS, Session, addressed, route, turn_env
 from .validate import load_flow

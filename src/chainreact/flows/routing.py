@@ -19,13 +19,13 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .agent_node import AgentOutcome
 from .asking import Pending
 from .errors import FlowError
 from .events import FlowEvent
 from .events import message as _message
 from .exprs import compile_condition, evaluate, render, truthy
 from .model import AIAgentNode, EndNode, FlowDef, MessageNode, RuleChainNode, TransitionDef
+from .node_steps import AgentOutcome
 
 log = logging.getLogger("chainreact.flows")
 
@@ -73,7 +73,7 @@ class TurnIO(Protocol):
 
     def agent(self, node: AIAgentNode, env: dict[str, Any], pending: Pending | None,
               agent_events: bool) -> AsyncIterator[FlowEvent | AgentOutcome]:
-        """Run an `aiagent` node (agent_node.run_agent_node): its events, then its AgentOutcome. It may set
+        """Run an `aiagent` node (node_steps.node_turn): its events, then its AgentOutcome. It may set
         env["userInput"] (an answered question goes on with the input of the turn that asked)."""
         ...
 

@@ -69,7 +69,7 @@ def shown(message: Any) -> dict[str, Any]:
     """A message of a session's conversation as the page shows it: `text` is an answer's text field
     (response, answer, ...) when the agent answered with a JSON object (a structured output), else the
     content as it is."""
-    from ..flows.agent_node import TEXT_FIELDS
+    from ..flows.node_steps import TEXT_FIELDS
 
     content = message.text
     text = content
