@@ -19,6 +19,11 @@ EXPECTED = {
                        "[TOOL_CALL_RESULT] check_reading SOMEWHERE: 71 is too hot",
                        "chunk: 'The lab '", "[end of stream]",
                        "Success: The lab is too hot: 71 degrees. (answeredBy=fake-model, full_content=true)"],
+    "chain_template.py": ["Lyon at 07:00:\n  cellar    -1.50 °C FROST\n  hall      19.00 °C\n"
+                          "  roof      31.25 °C HOT\n3 sensors, max 31.2",
+                          'Failure: template: template:4:36: executing "template" at <$r.celsius>: '
+                          "can't evaluate field celsius in type interface {}",
+                          'load error: template: template:2: function "round" not defined (text/template)'],
 }
 
 

@@ -93,7 +93,9 @@ def test_json_numbers_are_float64_as_in_go() -> None:
     end = render("{{if gt .msg.n 40}}hot{{end}}", data)
     assert end.relation == "Failure"
     assert "error calling gt: incompatible types for comparison: float64 and int" in (end.error or "")
-    assert out('{{.ts}} {{printf "%T" .ts}}', ts=1719024872741) == "1719024872741 int"
+    assert out('{{.ts}} {{printf "%T %d" .ts .ts}} {{gt .ts 5}}', ts=1719024872741) == \
+        "1719024872741 int64 1719024872741 true"
+    assert "incompatible types for comparison: int64 and float64" in (render("{{gt .ts 5.0}}").error or "")
 
 
 def test_missing_keys_nulls_and_metadata() -> None:

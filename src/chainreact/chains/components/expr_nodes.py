@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
 from ..exprs import expr_template
-from ..gotemplate import RULEGO_FUNCS, GoTemplate, ParseError, StrMap, from_json, json_value
+from ..gotemplate import RULEGO_FUNCS, GoTemplate, Int64, ParseError, StrMap, from_json, json_value
 from ..msg import DEFAULT, FALSE, JSON, SUCCESS, TRUE, RuleMsg, to_data_string
 from .base import Component, NodeConfig, register
 
@@ -161,6 +161,7 @@ def template_env(ctx: NodeContext, msg: RuleMsg) -> dict[str, Any]:
         env["msg"] = json_value(parsed) if type(parsed) is not str else from_json(msg.data)
     env["metadata"] = StrMap(msg.metadata)
     env["type"] = msg.type
+    env["ts"] = Int64(msg.ts)
     for key in ("vars", "global"):
         if isinstance(env.get(key), dict):
             env[key] = _go_map(env[key])

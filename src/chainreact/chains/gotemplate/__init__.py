@@ -5,19 +5,7 @@ from .evaluate import ExecError
 from .funcs import BUILTINS, RULEGO_FUNCS, FuncError, GoFunc
 from .parser import ParseError
 from .template import GoTemplate
-from .values import MISSING, GoUint, StrMap, from_json, json_value
+from .values import MISSING, GoUint, Int64, StrMap, from_json, json_value
 
-__all__ = [
-           "BUILTINS",
-           "MISSING",
-           "RULEGO_FUNCS",
-           "ExecError",
-           "FuncError",
-           "GoFunc",
-           "GoTemplate",
-           "GoUint",
-           "ParseError",
-           "StrMap",
-           "from_json",
-           "json_value",
-]
+__all__ = ["BUILTINS", "MISSING", "RULEGO_FUNCS", "ExecError", "FuncError", "GoFunc", "GoTemplate", "GoUint",
+           "Int64", "ParseError", "StrMap", "from_json", "json_value"]

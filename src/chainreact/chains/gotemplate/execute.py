@@ -24,7 +24,7 @@ from .nodes import (
 )
 from .printf import sprintf
 from .strconv import quote
-from .values import MISSING, GoUint, StrMap
+from .values import MISSING, SIZED_INTS, StrMap
 
 # Go stops at 100,000 nested {{template}} calls; a Python stack holds far fewer.
 MAX_EXEC_DEPTH = 100
@@ -126,7 +126,7 @@ class State(Evaluator):
             val = self.eval_pipeline(dot, r.pipe)
             mark = len(self.vars)
             decl = r.pipe.decl
-            if (type(val) is int or isinstance(val, GoUint)) and type(val) is not bool:
+            if type(val) is int or isinstance(val, SIZED_INTS):
                 if len(decl) > 1:
                     self.errorf(f"can't use {sprintf('%v', val)} to iterate over more than one variable")
                 if val > 0:

@@ -16,6 +16,7 @@ from .values import (
     INT,
     INVALID,
     MISSING,
+    SIZED_INTS,
     STRING,
     U8,
     UINT,
@@ -52,7 +53,7 @@ def _indirect(v: Any) -> Any:
 
 
 def _index_arg(index: Any, cap: int) -> int:
-    if type(index) is int or isinstance(index, GoUint):
+    if type(index) is int or isinstance(index, SIZED_INTS):
         x = int(index)
     elif index is MISSING:
         raise FuncError("cannot index slice/array with nil")
@@ -278,7 +279,7 @@ def prepare_arg(v: Any, typ: str, i: int) -> Any:
         raise FuncError(f"arg {i}: value is nil; should be of type {typ}")
     if typ in ("any", "value") or type_name(v) == typ:
         return v
-    if typ in ("int", "uint") and (type(v) is int or isinstance(v, GoUint)):
+    if typ in ("int", "uint") and (type(v) is int or isinstance(v, SIZED_INTS)):
         return GoUint(v) if typ == "uint" else int(v)
     raise FuncError(f"arg {i}: value has type {type_name(v)}; should be {typ}")
 

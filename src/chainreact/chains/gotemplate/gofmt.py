@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .strconv import can_backquote, format_float, format_g, go_bytes, quote, quote_rune, valid_rune
-from .values import MISSING, GoUint, StrMap, type_name
+from .values import MISSING, SIZED_INTS, GoUint, StrMap, type_name
 
 _LDIGITS = "0123456789abcdefx"
 _UDIGITS = "0123456789ABCDEFX"
@@ -290,7 +290,7 @@ class Printer:
                 self.pad("true" if arg else "false")
             else:
                 self.bad_verb(verb, arg)
-        elif t is int or isinstance(arg, GoUint):
+        elif t is int or isinstance(arg, SIZED_INTS):
             self.print_int(arg, verb)
         elif isinstance(arg, dict):
             self.print_map(arg, verb, depth)

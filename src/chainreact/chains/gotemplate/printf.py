@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .gofmt import Printer
-from .values import MISSING, GoUint, type_name
+from .values import MISSING, SIZED_INTS, type_name
 
 _MAX_WIDTH = 1_000_000  # Go's tooLarge
 _CACHE: dict[tuple[str, int], tuple[list[Any], int | None]] = {}
@@ -158,7 +158,7 @@ def _star(p: Printer, spec: tuple[str, int], a: tuple[Any, ...]) -> tuple[int, b
     if k < 0:
         return 0, False
     v = a[k]
-    if not (type(v) is int or isinstance(v, GoUint)) or v > _MAX_WIDTH or v < -_MAX_WIDTH:
+    if not (type(v) is int or isinstance(v, SIZED_INTS)) or v > _MAX_WIDTH or v < -_MAX_WIDTH:
         return 0, False
     return int(v), True
 

@@ -48,6 +48,16 @@ class U8(GoUint):
     go_type = "uint8"
 
 
+class Int64(int):
+    """int64 (RuleGo's message timestamp): a signed Go integer that is not `int`."""
+
+    __slots__ = ()
+    go_type = "int64"
+
+
+SIZED_INTS = (GoUint, Int64)  # integer types other than int (Python's int)
+
+
 def type_name(v: Any) -> str:
     """Go's reflect type string of a value (`%T`, error messages)."""
     if v is None:
@@ -67,7 +77,7 @@ def type_name(v: Any) -> str:
         return "[]interface {}"
     if isinstance(v, StrMap):
         return "map[string]string"
-    if isinstance(v, GoUint):
+    if isinstance(v, SIZED_INTS):
         return v.go_type
     if t is complex:
         return "complex128"
@@ -94,6 +104,8 @@ def basic_kind(v: Any) -> int:
         return BOOL
     if isinstance(v, GoUint):
         return UINT
+    if isinstance(v, Int64):
+        return INT
     if t is complex:
         return COMPLEX
     return INVALID
