@@ -2,13 +2,19 @@
 
 `import chainreact` stays cheap: the public names below load their modules on first use. Type checkers
 read the same names from the `TYPE_CHECKING` imports (kept equal to `_LAZY` by a test).
+
+This module is also where the OpenTelemetry switch is read (`CHAINREACT_OTEL=1`: docs/observability.md):
+every entry point passes through it (the CLI, the server, a program importing any part of chainreact), and
+the agent and chain layers below only run the global middleware and aspects that
+`chainreact.observability.enable()` registers with them.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 if TYPE_CHECKING:
     from chainreact.agent import (
@@ -74,6 +80,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
+
+
+OTEL_SWITCH = "CHAINREACT_OTEL"
+
+
+def _otel_switch() -> None:
+    # Only when asked: OpenTelemetry is an extra, and `import chainreact` must stay cheap without it.
+    if os.environ.get(OTEL_SWITCH, "") not in ("", "0", "false"):
+        from .observability import enable
+
+        enable()
+
+
+_otel_switch()
 
 
 __all__ = [

@@ -27,21 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools.base import ToolOutput
+from ..tools.interrupt import ANSWER as ANSWER  # raised by tools (tools/interrupt.py); re-exported here
+from ..tools.interrupt import ToolInterrupt as ToolInterrupt
 from ..types import Message, ToolCall
-
-ANSWER = "answer"  # the ToolContext.state key a resumed call finds its answer under
-
-
-class ToolInterrupt(Exception):
-    """Raised by a tool (or a wrap_tool_call middleware) that needs an answer before it can finish."""
-
-    def __init__(self, question: str = "", *, kind: str = "ask_user", schema: dict[str, Any] | None = None,
-                 data: Any = None):
-        super().__init__(question)
-        self.question = question
-        self.kind = kind  # ask_user | approval | your own
-        self.schema = schema  # JSON Schema the answer must match (None: any)
-        self.data = data
 
 
 @dataclass(slots=True)

@@ -1,4 +1,5 @@
-"""Tools that stop a run to ask: the builtin `ask_user` and `requireApproval` around any tool.
+"""Tools that stop a run to ask: the builtin `ask_user` (tools/builtin/ask_user.py, re-exported here) and
+`requireApproval` around any tool.
 
 Both are plain tools over the loop's interrupt protocol (interrupt.py): on first call they raise
 `ToolInterrupt`, the run stops `interrupted` with the question, and on resume the same call runs again
@@ -21,17 +22,9 @@ import orjson
 
 from ..errors import ChainreactError
 from ..tools.base import Tool, ToolContext, ToolOutput
+from ..tools.builtin.ask_user import ASK_USER_PARAMETERS, AskUserTool
+from ..tools.builtin.ask_user import create as create_ask_user
 from .interrupt import ANSWER, ToolInterrupt
-
-ASK_USER_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "description": "The question, as the user will read it."},
-        "schema": {"type": "object", "description": "Optional JSON Schema the answer must match, e.g. "
-                   '{"enum": ["yes", "no"]}. Without it the answer is free text.'},
-    },
-    "required": ["question"],
-}
 
 
 class AnswerError(ChainreactError):
@@ -42,52 +35,6 @@ def _schema_problems(value: Any, schema: Any) -> list[str]:
     from ..tools.jsonschema_lite import validate
 
     return list(validate(value, schema))
-
-
-class AskUserTool(Tool):
-    """Ask the user a question and wait for the answer (the run stops until it comes)."""
-
-    def __init__(self, *, name: str = "ask_user", description: str | None = None,
-                 schema: dict[str, Any] | None = None):
-        self.name = name
-        self.description = description or (
-            "Ask the user a question and wait for the answer. Use it only for information or a decision "
-            "that only the user can give; the run pauses until the user answers.")
-        self.parameters = ASK_USER_PARAMETERS
-        self.schema = schema  # a fixed answer schema (descriptor config), used when the call gives none
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
-        question = str(args.get("question") or "").strip()
-        if not question:
-            return ToolOutput("Error: ask_user needs a non-empty question", True)
-        schema = args.get("schema") or self.schema
-        if schema is not None and not isinstance(schema, dict):
-            return ToolOutput("Error: ask_user: schema must be a JSON Schema object", True)
-        if ANSWER not in ctx.state:
-            raise ToolInterrupt(question, kind="ask_user", schema=schema)
-        answer = ctx.state[ANSWER]
-        # A store checks answers before resuming; a hand-made Resume may not have: never pass on an
-        # answer the schema refuses, ask again naming what was wrong.
-        problems = _schema_problems(answer, schema if schema is not None else {"type": "string"})
-        if problems:
-            raise ToolInterrupt(f"{question} (the previous answer was refused: {'; '.join(problems[:3])})",
-                                kind="ask_user", schema=schema)
-        return answer if isinstance(answer, str) else orjson.dumps(answer).decode()
-
-
-def create_ask_user(config: dict[str, Any], descriptor: Any = None) -> Tool:
-    """The builtin factory (`"ask_user"` or `{"type": "builtin", "name": "ask_user", "config": {"schema":
-    {...}}}`)."""
-    from ..errors import ConfigError
-
-    unknown = set(config) - {"schema"}
-    if unknown:
-        raise ConfigError(f"ask_user: unknown config key(s) {', '.join(sorted(unknown))}; known: schema")
-    schema = config.get("schema")
-    if schema is not None and not isinstance(schema, dict):
-        raise ConfigError("ask_user: config.schema must be a JSON Schema object")
-    desc = getattr(descriptor, "description", "") or None
-    return AskUserTool(description=desc, schema=schema)
 
 
 def approval_decision(answer: Any, where: str = "approval") -> dict[str, Any]:
@@ -165,3 +112,7 @@ def require_approval(tool: Any) -> Tool:
 
     t = as_tool(tool)
     return t if isinstance(t, ApprovalTool) else ApprovalTool(t)
+
+
+__all__ = ["ASK_USER_PARAMETERS", "AnswerError", "ApprovalTool", "AskUserTool", "approval_decision",
+           "check_edited_arguments", "create_ask_user", "require_approval"]

@@ -21,13 +21,11 @@ For both wrap hooks the first registered middleware is the outermost.
 
 Hooks mutate the state they are given (it IS the run state, so changes persist into later steps).
 Global middleware (`GLOBAL_MIDDLEWARE`) runs first in every Agent: chainreact.observability.enable() puts
-its tracer there, and CHAINREACT_OTEL=1 makes the first Agent built call it.
+its tracer there (CHAINREACT_OTEL=1 is read above this layer, by chainreact/__init__, which calls it).
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -195,8 +193,6 @@ GLOBAL_MIDDLEWARE: list[Middleware] = []
 
 def with_global(middleware: Sequence[Middleware]) -> list[Middleware]:
     """`middleware` with the global middleware first (a type the agent already has is not added twice)."""
-    if not GLOBAL_MIDDLEWARE and os.environ.get("CHAINREACT_OTEL", "") not in ("", "0", "false"):
-        importlib.import_module("chainreact.observability").enable()  # by name: observability is above us
     if not GLOBAL_MIDDLEWARE:
         return list(middleware)
     own = {type(m) for m in middleware}

@@ -22,9 +22,7 @@ the chain goes on. Durable chains (Temporal workflows) do not call aspects.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +58,6 @@ GLOBAL_ASPECTS: list[Aspect] = []
 
 def with_global(aspects: Sequence[Aspect]) -> tuple[Aspect, ...]:
     """`aspects` after the global ones (a type the engine already has is not added twice)."""
-    if not GLOBAL_ASPECTS and os.environ.get("CHAINREACT_OTEL", "") not in ("", "0", "false"):
-        importlib.import_module("chainreact.observability").enable()  # by name: observability is above us
     if not GLOBAL_ASPECTS:
         return tuple(aspects)
     own = {type(a) for a in aspects}

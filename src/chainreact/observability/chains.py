@@ -17,8 +17,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .. import __version__
 from ..chains.aspects import Aspect, Told
+from ..version import __version__
 from .middleware import TRACER_NAME, content_from_env
 
 if TYPE_CHECKING:

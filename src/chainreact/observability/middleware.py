@@ -24,11 +24,11 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .. import __version__
 from ..agent.interrupt import ToolInterrupt
 from ..agent.middleware import AgentContext, Middleware, ModelFn, RunState, ToolCallInfo, ToolFn
 from ..tools.base import ToolOutput
 from ..types import ModelResponse, StreamItem
+from ..version import __version__
 from . import attributes as A
 from .content import messages_json, output_json, to_json
 

@@ -22,8 +22,7 @@ _BUILTINS: dict[str, str | Callable[..., Tool]] = {
     "grep": "chainreact.tools.builtin.search:create_grep",
     "glob": "chainreact.tools.builtin.search:create_glob",
     "skill": "chainreact.tools.skills:create",
-    # Lives with the interrupt protocol it raises (a name here, imported only when a document uses it).
-    "ask_user": "chainreact.agent.interrupts:create_ask_user",
+    "ask_user": "chainreact.tools.builtin.ask_user:create",
 }
 
 
