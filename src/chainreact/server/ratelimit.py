@@ -66,6 +66,10 @@ class RateLimiter:
         self.clock = clock
         self._buckets: dict[str, _Bucket] = {}
 
+    def __len__(self) -> int:
+        """How many callers' buckets are held (past MAX_BUCKETS, idle full ones are dropped first)."""
+        return len(self._buckets)
+
     def take(self, who: str, rate: Rate) -> float:
         """Take one request from `who`'s bucket: 0.0 if allowed, else the seconds until one is."""
         now = self.clock()

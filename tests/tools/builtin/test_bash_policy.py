@@ -72,3 +72,13 @@ def test_configured_deny_and_disabling_defaults() -> None:
         p.check("sudo ls")  # defaults still apply
     CommandPolicy(default_deny=False).check("sudo ls")
     CommandPolicy(default_deny=False).check("rm -rf /")
+
+
+def test_end_of_options_does_not_hide_a_sweeping_target() -> None:
+    # `--` ends the flags: what follows is a target even when it looks like a flag, and the recursive
+    # flags before it still count (issue 22: a mutation that stopped the scan at `--` survived).
+    for command in ("rm -rf -- /", "rm -r -- ~", "chmod -R 777 -- /", "rm -rf -- build /"):
+        with pytest.raises(Refused, match="recursive flag on"):
+            DEFAULT.check(command)
+    DEFAULT.check("rm -rf -- build")
+    DEFAULT.check("rm -- -r /")  # after `--`, "-r" is a file name: nothing recursive here
