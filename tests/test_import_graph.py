@@ -49,13 +49,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 LAYER = {pkg: i for i, pkgs in enumerate(LAYERS) for pkg in pkgs}
 
-# Private names of other packages imported today, each to be removed (the list may only shrink):
-# the durable wing's steps become shared seams (issue 22, "The durable wing shares its steps").
-KNOWN_PRIVATE = {
-    "chainreact.durable.chain_workflow -> chainreact.chains.components.ai._input",
-    "chainreact.durable.chain_workflow -> chainreact.chains.components.ai._usage_meta",
-    "chainreact.durable.flow_node -> chainreact.flows.agent_node._ask",
-}
+# Private names of other packages imported today, each to be removed (the list may only shrink).
+KNOWN_PRIVATE: set[str] = set()
 
 # A submodule, maybe with ":attribute" ("chainreact" alone names a service, a schema, a task queue...).
 _MODULE_STRING = re.compile(r"(chainreact(?:\.\w+)+)(?::[\w.]+)?")

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from chainreact.server.ratelimit import MAX_BUCKETS, Rate, RateLimiter
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from .test_ops_http import Clock
 
 
 def test_past_the_cap_idle_buckets_are_dropped_and_a_limited_caller_stays_limited() -> None:
