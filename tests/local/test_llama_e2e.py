@@ -116,18 +116,25 @@ def test_tool_call_non_streaming(client: httpx.Client) -> None:
     assert all(isinstance(v, int | float) for v in args.values())
 
 
-def test_quirk_streaming_with_tools_is_an_empty_200(endpoint: LocalEndpoint) -> None:
-    # Its own client: the server resets the kept-alive connection after this answer, and the next request
-    # sent on it would fail with "connection reset" (see docs/local-model.md).
+def test_streaming_with_tools_sends_the_call_as_chunks(endpoint: LocalEndpoint) -> None:
+    # llama-cpp-python's own chat format answered this with an empty 200 and reset the connection;
+    # chainreact's tool turn (llama_entry.py) sends the call as chunks. (Compat.streamTools stays False:
+    # the turn is made whole before it is sent, so streaming it gains nothing.)
     with httpx.Client(base_url=endpoint.url, timeout=180) as own:
         r = chat(own, messages=[SYSTEM, ASK], tools=[ADD_TOOL], tool_choice="auto", stream=True)
-    # If this starts failing, llama.cpp streams tool calls now and Compat.streamTools could be True.
-    assert r.status_code == 200
-    assert r.headers["content-type"].startswith("text/event-stream")
-    assert r.content == b""
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        chunks = sse_chunks(r.content)
+        again = chat(own, messages=[{"role": "user", "content": "Say hi."}])  # the connection still works
+    assert again.status_code == 200
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert deltas[0] == {"role": "assistant"}
+    (call,) = deltas[1]["tool_calls"]
+    assert call["index"] == 0 and call["function"]["name"] == "add"
+    assert json.loads(call["function"]["arguments"]) == {"a": 17, "b": 25}
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
-def test_quirk_null_or_missing_content_beside_tool_calls_is_a_500(client: httpx.Client) -> None:
+def test_null_content_beside_tool_calls_is_still_a_500(client: httpx.Client) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 17, "b": 25}'}}
     result = {"role": "tool", "tool_call_id": "c1", "content": "42"}
     statuses = {}
@@ -135,13 +142,41 @@ def test_quirk_null_or_missing_content_beside_tool_calls_is_a_500(client: httpx.
         assistant = {"role": "assistant", "tool_calls": [call], **extra}
         r = chat(client, messages=[SYSTEM, ASK, assistant, result], tools=[ADD_TOOL], tool_choice="auto")
         statuses[label] = r.status_code
-    # chainreact's Message.to_openai sends "" for exactly this reason.
-    assert statuses == {"null": 500, "missing": 500, "empty": 200}
+    # null is refused by the server's request validation, before any chat format; chainreact's
+    # Message.to_openai sends "" for that reason. A missing content was a template error, now gone.
+    assert statuses == {"null": 500, "missing": 200, "empty": 200}
 
 
-def test_quirk_tool_choice_required_is_a_500(client: httpx.Client) -> None:
-    r = chat(client, messages=[SYSTEM, ASK], tools=[ADD_TOOL], tool_choice="required")
-    assert r.status_code == 500  # hence Compat.toolChoiceRequired=False for the embedded model
+@pytest.mark.parametrize("choice", ["required", None, {"type": "function", "function": {"name": "add"}}],
+                         ids=["required", "missing", "named"])
+def test_every_tool_choice_but_none_calls_after_the_users_message(client: httpx.Client, choice: Any) -> None:
+    # "required" was a 500 and a missing tool_choice ignored the tools; now OpenAI's rules, and the turn
+    # that follows the user's message is a call (tool_prompt.effective_choice).
+    body: dict[str, Any] = {"messages": [SYSTEM, ASK], "tools": [ADD_TOOL], "max_tokens": 100}
+    if choice is not None:
+        body["tool_choice"] = choice
+    r = chat(client, **body)
+    assert r.status_code == 200, r.text
+    choice0 = r.json()["choices"][0]
+    assert choice0["finish_reason"] == "tool_calls"
+    assert json.loads(choice0["message"]["tool_calls"][0]["function"]["arguments"]) == {"a": 17, "b": 25}
+
+
+def test_tool_choice_none_answers_in_text(client: httpx.Client) -> None:
+    r = chat(client, messages=[SYSTEM, ASK], tools=[ADD_TOOL], tool_choice="none")
+    msg = r.json()["choices"][0]["message"]
+    assert r.status_code == 200 and not msg.get("tool_calls") and msg["content"].strip()
+
+
+def test_after_the_result_the_model_answers(client: httpx.Client) -> None:
+    # The failure of issue 25: llama-cpp-python's format made the model call add again after every result.
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 17, "b": 25}'}}
+    msgs = [SYSTEM, ASK, {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "42"}]
+    r = chat(client, messages=msgs, tools=[ADD_TOOL], tool_choice="auto", max_tokens=60)
+    choice0 = r.json()["choices"][0]
+    assert choice0["finish_reason"] == "stop" and not choice0["message"].get("tool_calls")
+    assert "42" in choice0["message"]["content"] and "\n" not in choice0["message"]["content"]
 
 
 def test_tool_results_reach_the_model(client: httpx.Client) -> None:

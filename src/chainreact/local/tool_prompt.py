@@ -1,0 +1,172 @@
+"""Tool calling for the embedded model: the prompt, the grammar of one assistant turn, and its parsing.
+
+SmolLM2-135M was not trained to call tools, so every assistant turn of a tool-bearing request is written
+in a small line format that a worked example in the prompt teaches, and a grammar (grammar.py) makes
+every sampled token fit it:
+
+    call add {"a": 17, "b": 25}        a tool call: an offered tool's name, arguments valid for its schema
+    answer: 17 + 25 is 42.             the answer, one line
+
+A tool result goes back as a user turn `Result: 42`. Measured on the 20 bench tasks (bench/local_model.py,
+docs/local-model.md), this shape beat the model's other options: JSON objects ({"tool_call": ...} /
+{"response": ...}, llama.cpp's generic format) made it answer sums in its head, and llama-cpp-python's
+`functions.add:` format made it call the tool again after every result.
+
+`choice` is what the turn may be: "auto" (call or answer), "required" (a call), a tool name (a call of
+that tool). The server (llama_entry.py) makes a turn that follows the user's message a call when the
+request's tool_choice is "auto": asked without its tools, the model answers arithmetic wrongly
+(17 + 25 = 32), and an agent offers it tools for exactly that. After a tool result it may answer.
+
+Everything here is pure (no llama_cpp), so it is tested without the model.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from .grammar import GrammarBuilder, literal
+
+CALL = "call "
+ANSWER = "answer: "
+MAX_ANSWER = 400  # characters: one line, not the essay a small model drifts into
+FORMAT_NOTE = (
+    "To call a tool, write: call <tool> {arguments as JSON}. You then get its result. "
+    "To answer, write: answer: <your answer>. Always call a tool before you answer."
+)
+EXAMPLE = (
+    "Example:\n"
+    "user: What is 6 times 7?\n"
+    'assistant: call multiply {"a": 6, "b": 7}\n'
+    "user: Result: 42\n"
+    "assistant: answer: 6 times 7 is 42."
+)
+
+
+def _fn(tool: dict[str, Any]) -> dict[str, Any]:
+    fn = tool.get("function") if tool.get("type", "function") == "function" else None
+    return fn if isinstance(fn, dict) else {}
+
+
+def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
+    return [str(_fn(t).get("name")) for t in tools if _fn(t).get("name")]
+
+
+def tool_listing(tools: Sequence[dict[str, Any]]) -> str:
+    """One line per tool: `- add(a, b): Add two numbers.`"""
+    lines = []
+    for t in tools:
+        fn = _fn(t)
+        if not fn.get("name"):
+            continue
+        params = fn.get("parameters") or {}
+        names = ", ".join(params.get("properties") or {}) if isinstance(params, dict) else ""
+        desc = " ".join(str(fn.get("description") or "").split())
+        lines.append(f"- {fn['name']}({names})" + (f": {desc}" if desc else ""))
+    return "\n".join(lines)
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _args_text(raw: Any) -> str:
+    """A call's arguments as compact one-line JSON (what the grammar makes the model write)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return " ".join(raw.split())
+    return json.dumps(raw, ensure_ascii=False, separators=(", ", ": "))
+
+
+def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> str:
+    """The ChatML prompt for a tool-bearing request, ending where the assistant's turn starts."""
+    turns: list[tuple[str, str]] = []
+    system = [_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
+    head = "\n\n".join(s for s in system if s.strip())
+    guide = f"Tools:\n{tool_listing(tools)}\n\n{FORMAT_NOTE}\n\n{EXAMPLE}"
+    turns.append(("system", f"{head}\n\n{guide}" if head else guide))
+    for m in messages:
+        role = m.get("role")
+        if role in ("system", "developer"):
+            continue
+        if role == "tool":
+            turns.append(("user", f"Result: {_text(m.get('content'))}"))
+            continue
+        if role == "assistant":
+            text = _text(m.get("content")).strip()
+            lines = [f"{ANSWER}{' '.join(text.split())}"] if text else []
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                lines.append(f"{CALL}{fn.get('name')} {_args_text(fn.get('arguments'))}")
+            if lines:
+                turns.append(("assistant", "\n".join(lines)))
+            continue
+        turns.append((str(role or "user"), _text(m.get("content"))))
+    body = "".join(f"<|im_start|>{role}\n{text}<|im_end|>\n" for role, text in turns)
+    return body + "<|im_start|>assistant\n"
+
+
+def turn_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
+    """GBNF for one assistant turn. `choice`: "auto", "required", or the name of the tool to call."""
+    builder = GrammarBuilder()
+    calls = []
+    for t in tools:
+        fn = _fn(t)
+        name = fn.get("name")
+        if not name or (choice not in ("auto", "required") and name != choice):
+            continue
+        args = builder.rule_for(fn.get("parameters") or {"type": "object"}, f"{name}-args")
+        calls.append(builder.add(f"call-{name}", f"{literal(f'{CALL}{name} ')} {args}"))
+    if not calls and choice not in ("auto", "required"):
+        raise ValueError(f"tool_choice names {choice!r}, which is not among the offered tools")
+    alternatives = list(calls)
+    if choice == "auto" or not calls:
+        alternatives.append(builder.add("answer", f'{literal(ANSWER)} [^\\n] [^\\n]{{0,{MAX_ANSWER - 1}}}'))
+    return builder.text(" | ".join(alternatives))
+
+
+def parse_turn(text: str, tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The model's turn (as the grammar allows it) as an OpenAI assistant message: `content`, or
+    `tool_calls` with one call. Text that is neither (no grammar, a cut-off) is returned as content."""
+    stripped = text.strip()
+    if stripped.startswith(CALL):
+        name, _, args = stripped[len(CALL):].partition(" ")
+        if name in tool_names(tools):
+            try:
+                json.loads(args)
+            except ValueError:
+                pass  # cut off by max_tokens: fall through, the text is the answer
+            else:
+                call = {"id": f"call_{secrets.token_hex(6)}", "type": "function",
+                        "function": {"name": name, "arguments": args}}
+                return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if stripped.startswith(ANSWER):
+        stripped = stripped[len(ANSWER):].strip()
+    return {"role": "assistant", "content": stripped}
+
+
+def effective_choice(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
+                     tool_choice: Any) -> str | None:
+    """What the turn may be (see turn_grammar), or None for a request that offers no tools.
+
+    OpenAI's rules (a missing tool_choice is "auto" when tools are given), except that an "auto" turn
+    right after the user's message must call a tool (the module docstring says why)."""
+    if not tools or tool_choice == "none":
+        return None
+    if isinstance(tool_choice, dict):
+        name = (tool_choice.get("function") or {}).get("name")
+        return str(name) if name else "required"
+    if tool_choice == "required":
+        return "required"
+    last = next((m for m in reversed(messages) if m.get("role") not in ("system", "developer")), None)
+    return "required" if last is not None and last.get("role") == "user" else "auto"
