@@ -30,19 +30,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import tool_prompt
+from .tool_prompt import text_of
 
 HANDLER_NAME = "chainreact-chatml-function-calling"
 BASE_HANDLER = "chatml-function-calling"
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content)
 
 
 def prepare_messages(
@@ -60,14 +51,14 @@ def prepare_messages(
         calls = m.get("tool_calls")
         if m.get("role") == "tool":
             call = calls_by_id.get(str(m.get("tool_call_id") or ""), "") or str(m.get("name") or "the tool")
-            out.append({"role": "user", "content": safe(f"Result of {call}: {_text(m.get('content'))}")})
+            out.append({"role": "user", "content": safe(f"Result of {call}: {text_of(m.get('content'))}")})
             continue
         if calls:
             for call in calls:
                 fn = call.get("function") or {}
                 if call.get("id"):
-                    calls_by_id[str(call["id"])] = f"{fn.get('name') or ''}({_text(fn.get('arguments'))})"
-            if not with_tools and not _text(m.get("content")).strip():
+                    calls_by_id[str(call["id"])] = f"{fn.get('name') or ''}({text_of(fn.get('arguments'))})"
+            if not with_tools and not text_of(m.get("content")).strip():
                 continue
         if isinstance(m.get("content"), str):
             m["content"] = safe(m["content"])

@@ -68,7 +68,8 @@ def tool_listing(tools: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """A message content's text (a string, or the text parts of a list)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -91,7 +92,7 @@ def _args_text(raw: Any) -> str:
 def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> str:
     """The ChatML prompt for a tool-bearing request, ending where the assistant's turn starts."""
     turns: list[tuple[str, str]] = []
-    system = [_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
+    system = [text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
     head = "\n\n".join(s for s in system if s.strip())
     guide = f"Tools:\n{tool_listing(tools)}\n\n{FORMAT_NOTE}\n\n{EXAMPLE}"
     turns.append(("system", f"{head}\n\n{guide}" if head else guide))
@@ -100,10 +101,10 @@ def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, 
         if role in ("system", "developer"):
             continue
         if role == "tool":
-            turns.append(("user", f"Result: {_text(m.get('content'))}"))
+            turns.append(("user", f"Result: {text_of(m.get('content'))}"))
             continue
         if role == "assistant":
-            text = _text(m.get("content")).strip()
+            text = text_of(m.get("content")).strip()
             lines = [f"{ANSWER}{' '.join(text.split())}"] if text else []
             for call in m.get("tool_calls") or []:
                 fn = call.get("function") or {}
@@ -111,7 +112,7 @@ def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, 
             if lines:
                 turns.append(("assistant", "\n".join(lines)))
             continue
-        turns.append((str(role or "user"), _text(m.get("content"))))
+        turns.append((str(role or "user"), text_of(m.get("content"))))
     body = "".join(f"<|im_start|>{role}\n{text}<|im_end|>\n" for role, text in turns)
     return body + "<|im_start|>assistant\n"
 
