@@ -219,3 +219,13 @@ def test_tool_results_that_name_no_waiting_run_and_missing_results(fake_llm: Any
         {"role": "tool", "tool_call_id": ids[1], "content": [{"type": "text", "text": "24 C"}]}])
     assert done.choices[0].message.content == "Cold and warm."
     assert [m["content"] for m in llm.chat_requests[2].messages if m["role"] == "tool"] == ["-3 C", "24 C"]
+
+
+def test_a_strict_format_never_met_fails_the_request_naming_the_problems(fake_llm: Any, serve: Any) -> None:
+    llm = fake_llm([{"text": "no"}, {"text": "[]"}, {"text": '{"city": 1}'}])
+    srv = serve({"helper.json": agent_doc(llm.url)})
+    with pytest.raises(openai.InternalServerError) as caught:
+        client_of(srv).chat.completions.parse(model="helper", response_format=Weather,
+                                              messages=[{"role": "user", "content": "Oslo?"}])
+    assert "does not match the requested response format after 3 attempt(s)" in caught.value.message
+    assert len(llm.chat_requests) == 3
