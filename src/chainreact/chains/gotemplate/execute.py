@@ -24,7 +24,7 @@ from .nodes import (
 )
 from .printf import sprintf
 from .strconv import quote
-from .values import MISSING, SIZED_INTS, StrMap
+from .values import MISSING, SIZED_INTS, StrMap, type_name
 
 # Go stops at 100,000 nested {{template}} calls; a Python stack holds far fewer.
 MAX_EXEC_DEPTH = 100
@@ -71,8 +71,7 @@ class State(Evaluator):
             pipe = node.pipe  # type: ignore[attr-defined]
             val = self.eval_pipeline(dot, pipe)
             if not pipe.decl:
-                self.node = node
-                self.out.append("<no value>" if val is MISSING else sprint_one(val))
+                self.out.append(self.printable(node, val))
         elif t is ListNode:
             out = self.out
             for n in node.nodes:  # type: ignore[attr-defined]
@@ -81,8 +80,7 @@ class State(Evaluator):
                     out.append(n.text)
                 elif tn is ActionNode and (n.pipe.field is not None or n.pipe.dot):  # {{.a.b}}, {{.}}
                     v = self.field_value(dot, n.pipe.field) if n.pipe.field is not None else dot
-                    out.append("<no value>" if v is MISSING or v is None else
-                               v if type(v) is str else sprint_one(v))
+                    out.append(v if type(v) is str else self.printable(n, v))
                 else:
                     self.walk(dot, n)
         elif t is IfNode or t is WithNode:
@@ -97,6 +95,15 @@ class State(Evaluator):
             raise _Continue
         elif t is not CommentNode:
             self.errorf(f"unknown node: {node}")
+
+    def printable(self, node: Node, v: Any) -> str:
+        """What an action prints: fmt's %v of the value, `<no value>` for none; a function cannot print."""
+        if v is MISSING or v is None:
+            return "<no value>"
+        if isinstance(v, GoFunc):
+            self.node = node
+            self.errorf(f"can't print {node} of type {type_name(v)}")
+        return sprint_one(v)
 
     def walk_if_or_with(self, is_with: bool, dot: Any, node: IfNode | WithNode) -> None:
         mark = len(self.vars)

@@ -46,6 +46,15 @@ class GoFunc:
         self.name, self.impl, self.params, self.variadic = name, impl, params, variadic
         self.builtin = builtin
 
+    @property
+    def go_type(self) -> str:
+        """Its Go type, for messages (its results are not declared: a Python function's are unknown)."""
+        names = {"value": "reflect.Value", "any": "interface {}"}
+        params = [names.get(p, p) for p in self.params]
+        if self.variadic is not None:
+            params.append("..." + names.get(self.variadic, self.variadic))
+        return f"func({', '.join(params)})"
+
 
 def _indirect(v: Any) -> Any:
     """indirectInterface: a nil interface is no value."""

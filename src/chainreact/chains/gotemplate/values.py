@@ -85,7 +85,7 @@ def type_name(v: Any) -> str:
         return "map[string]interface {}"
     if isinstance(v, (list, tuple)):
         return "[]interface {}"
-    return t.__name__
+    return str(getattr(v, "go_type", t.__name__))
 
 
 # Go's basic kinds, for comparisons and truth.
