@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from .funcs import NILABLE, FuncError, GoFunc
+from .funcs import NILABLE, GoFunc
 from .nodes import (
     BoolNode,
     ChainNode,
@@ -24,7 +24,7 @@ from .nodes import (
     VariableNode,
 )
 from .strconv import quote
-from .values import MISSING, GoUint, StrMap, is_true, type_name
+from .values import MISSING, U8, GoUint, StrMap, is_true, type_name
 
 NOFINAL: Any = object()  # Go's missingVal: no value piped in from a previous command
 
@@ -250,10 +250,7 @@ class Evaluator:
             return fn.impl(*argv)
         except ExecError:
             raise
-        except FuncError as e:
-            self.node = node
-            self.errorf(f"error calling {name}: {e}")
-        except Exception as e:  # a function that fails unexpectedly: Go recovers its panic likewise
+        except Exception as e:  # its error result (FuncError), or a failure Go would recover as a panic
             self.node = node
             self.errorf(f"error calling {name}: {e}")
 
@@ -318,7 +315,7 @@ class Evaluator:
                 if typ == "complex128" and n.is_complex:
                     return n.complex128
                 if typ in ("uint", "uint8") and n.is_uint:
-                    return GoUint(n.uint64)
+                    return U8(n.uint64) if typ == "uint8" else GoUint(n.uint64)
             what = {"int": "integer", "float64": "float", "complex128": "complex"}.get(
                 typ, "unsigned integer")
             self.errorf(f"expected {what}; found {n}")

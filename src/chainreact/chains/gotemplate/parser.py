@@ -4,6 +4,7 @@ lookahead (so errors report the same line), the same error texts: `template: NAM
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import NoReturn
 
 from . import lexer as lx
 from .lexer import Item, Lexer
@@ -98,7 +99,7 @@ class _Parser:
 
     # ---- errors ------------------------------------------------------------------------------------
 
-    def errorf(self, msg: str) -> None:
+    def errorf(self, msg: str) -> NoReturn:
         raise ParseError(f"template: {self.tree.parse_name}:{self.token[0].line}: {msg}")
 
     def expect(self, typ: int, context: str) -> Item:
@@ -107,7 +108,7 @@ class _Parser:
             self.unexpected(t, context)
         return t
 
-    def unexpected(self, t: Item, context: str) -> None:
+    def unexpected(self, t: Item, context: str) -> NoReturn:
         if t.typ == lx.ERROR:
             extra = ""
             if self.action_line != 0 and self.action_line != t.line:
@@ -166,7 +167,6 @@ class _Parser:
                 return lst, n
             lst.nodes.append(n)
         self.errorf("unexpected EOF")
-        raise AssertionError  # unreachable
 
     def text_or_action(self) -> Node:
         t = self.next_non_space()
@@ -179,7 +179,6 @@ class _Parser:
             finally:
                 self.action_line = 0
         self.unexpected(t, "input")
-        raise AssertionError
 
     def action(self) -> Node:
         t = self.next_non_space()
@@ -322,7 +321,6 @@ class _Parser:
         if t.typ in (lx.STRING, lx.RAW_STRING):
             return self._unquote(t.val)
         self.unexpected(t, context)
-        raise AssertionError
 
     def command(self) -> CommandNode:
         cmd = CommandNode(self.tree, self.peek_non_space().pos)
@@ -405,7 +403,6 @@ class _Parser:
             return unquote(s)
         except SyntaxErr as e:
             self.errorf(str(e))
-            raise AssertionError from None
 
 
 def parse(name: str, text: str, funcs: Collection[str], left: str = "", right: str = "",

@@ -246,8 +246,8 @@ def format_float(v: float, fmt: str, prec: int) -> str:
         return _fmt_e(neg, d, dp, max(len(d) - 1, 0), fmt)
     if fmt in "fF":
         return _fmt_f(neg, d, dp, max(len(d) - dp, 0))
-    x = dp - 1
-    if x < -4 or x >= 6 if d else False:
+    x = dp - 1  # the exponent; %e past the shortest %g's range (0 has no digits and is %f)
+    if d and (x < -4 or x >= 6):
         return _fmt_e(neg, d, dp, len(d) - 1, "e" if fmt == "g" else "E")
     return _fmt_f(neg, d, dp, max(len(d) - dp, 0))
 
