@@ -271,6 +271,33 @@ print(s.pidfile, flush=True)
     assert wait_gone(parent) and wait_gone(child)
 
 
+def test_sigterm_to_the_foreground_server_stops_its_process_group(tmp_path: Path) -> None:
+    # `chainreact local-model` (serve_forever) killed with SIGTERM left the llama.cpp server running as
+    # an orphan: the default SIGTERM ended the process without its cleanup (seen by hand).
+    import signal
+    import subprocess
+
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_server import make_stand_in
+from pathlib import Path
+s = make_stand_in(Path({str(tmp_path)!r}))
+sys.exit(s.serve_forever(on_ready=lambda s: print(s.pidfile, flush=True)))
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        pidfile = proc.stdout.readline().strip()
+        parent, child = (int(x) for x in Path(pidfile).read_text().split())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert wait_gone(parent) and wait_gone(child)
+
+
 # ------------------------------------------------------------------ CHAINREACT_LOCAL_URL
 
 

@@ -246,6 +246,11 @@ class LocalServer:
 
     def serve_forever(self, on_ready: Any = None) -> int:
         """Run in the foreground until the server exits or SIGINT/SIGTERM; returns an exit code."""
+        # SIGTERM's default would end this process without the `finally` below, leaving the server (in its
+        # own process group) running as an orphan: make it unwind like Ctrl-C.
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         self.start()
         try:
             self.wait_ready_sync()
@@ -257,6 +262,12 @@ class LocalServer:
             return 130
         finally:
             self.stop()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 # The process-wide singleton. A threading lock (not an asyncio one) because callers may come from
