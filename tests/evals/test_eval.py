@@ -180,3 +180,20 @@ def test_a_flow_is_scored_one_session_per_case_and_its_turn_replays(tmp_path: Pa
     assert cassette["turn_number"] == 2 and cassette["answer"] == "echo m2"
     replayed = cli("replay", str(out), "--json")
     assert json.loads(replayed.stdout)["ok"] is True, replayed.stdout
+
+
+def test_the_progress_bar_counts_cases_and_failures(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from chainreact.cli.eval_cmds import Progress
+
+    bar = Progress(4, enabled=True)
+    for done, passed in enumerate([True, False, True, False], 1):
+        bar(SimpleNamespace(passed=passed), done, 4)
+    err = capsys.readouterr().err
+    frames = err.split("\r")[1:]
+    assert frames[0].startswith("[#######.......................] 1/4 cases, 0 failed")
+    assert frames[-1] == "[##############################] 4/4 cases, 2 failed \n"
+    quiet = Progress(4, enabled=False)  # not a terminal (or --json): nothing drawn
+    quiet(SimpleNamespace(passed=True), 1, 4)
+    assert capsys.readouterr().err == ""

@@ -11,7 +11,7 @@ from typing import Any
 from selenium.webdriver.common.by import By
 
 from chainreact.testing import FakeLLM
-from tests.evals.conftest import write_dataset
+from tests.evals.conftest import responder, write_dataset
 from tests.replay.conftest import write_agent
 from tests.test_cli import cli
 
@@ -27,18 +27,19 @@ CASES = [
 
 
 def model(version: int) -> Any:
+    """tests/evals' scripted model (version 1); version 2 forgets the JSON, learns its manners and greets
+    a friend."""
     def answer(body: dict[str, Any]) -> dict[str, Any]:
         last = body["messages"][-1]
-        if last["role"] == "tool":
-            return {"text": f"The sum is {last['content']}."}
         q = str(last["content"])
-        if "add" in q:
-            return {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
-        if "json" in q:  # version 2 forgets the JSON
-            return {"text": '{"city": "Paris"}' if version == 1 else "It is sunny in Paris."}
-        if "politely" in q:  # version 2 learns its manners
-            return {"text": "Hello." if version == 1 else "Hello, please come in."}
-        return {"text": "Hello there!" if version == 1 else "Hello there, friend!"}
+        if last["role"] != "tool":
+            if "politely" in q:
+                return {"text": "Hello." if version == 1 else "Hello, please come in."}
+            if version == 2 and "json" in q:
+                return {"text": "It is sunny in Paris."}
+            if version == 2 and "hello" in q:
+                return {"text": "Hello there, friend!"}
+        return responder(body)
     return answer
 
 

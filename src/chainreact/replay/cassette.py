@@ -72,7 +72,10 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
             agent["steps"].append(step)
             step_of[(sid, int(r.get("step") or 0))] = step
         elif kind == "tool":
-            target = step_of.get((str(r.get("slot")), int(r.get("step") or 0)))
+            sid = str(r.get("slot"))
+            target = step_of.get((sid, int(r.get("step") or 0)))
+            if target is None and sid in by_id and by_id[sid]["steps"]:
+                target = by_id[sid]["steps"][-1]  # a resumed run's first tools: the step that asked for them
             if target is not None:
                 target["tools"].append({k: r.get(k) for k in ("id", "name", "arguments", "content",
                                                                  "is_error")})
