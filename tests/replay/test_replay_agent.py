@@ -151,3 +151,15 @@ def test_testing_replay_and_the_pytest_fixture(tmp_path: Path, replay_cassette: 
     write_agent(doc.parent, "http://127.0.0.1:9/v1", tools=BROKEN_TOOLS, module="calc_tools_broken2")
     with pytest.raises(pytest.fail.Exception, match=r"step 1, tool add \(call_add\): result: expected '5'"):
         replay_cassette(path, live_tools=True)
+
+
+async def test_a_run_without_a_recording_cannot_be_exported(tmp_path: Path) -> None:
+    from chainreact.state import RunNotFoundError, StateError
+    from chainreact.state.checkpoint import RunSnapshot, save_snapshot
+
+    async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        await save_snapshot(store, RunSnapshot("old-run", "done", agent="calc"))  # saved by hand, no `io`
+        with pytest.raises(StateError, match="'old-run' has no recording of its model calls"):
+            await export_run(store, "old-run")
+        with pytest.raises(RunNotFoundError, match="no run 'nope'"):
+            await export_run(store, "nope")

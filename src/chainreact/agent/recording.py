@@ -52,6 +52,8 @@ Record = dict[str, Any]
 def redact(value: Any, known: Iterable[str] = ()) -> Any:
     """`value` (JSON) with every known secret and every key-shaped string replaced by [redacted]."""
     words = sorted({s for s in known if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True)
+    if not _may_hold(value, words):
+        return value
 
     def walk(v: Any) -> Any:
         if isinstance(v, str):
@@ -66,6 +68,18 @@ def redact(value: Any, known: Iterable[str] = ()) -> Any:
         return v
 
     return walk(value)
+
+
+def _may_hold(value: Any, words: list[str]) -> bool:
+    """Whether `value` may hold a secret: one search of its JSON text (orjson) instead of a walk over every
+    string, which cost a recorded run 10% more CPU. A word JSON would escape is always walked for."""
+    try:
+        blob = orjson.dumps(value)
+    except TypeError:
+        return True
+    if b"sk-" in blob or b"Bearer" in blob:
+        return True
+    return any(not w.isprintable() or '"' in w or "\\" in w or w.encode() in blob for w in words)
 
 
 def safe_url(url: str | None) -> str | None:
