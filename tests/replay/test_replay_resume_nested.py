@@ -5,27 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chainreact.agent import Agent, ToolInterrupt
+from chainreact.agent import Agent
 from chainreact.replay import export_run, replay
 from chainreact.state import open_store
 from chainreact.state.runs import resume_with_store, run_with_store
 from chainreact.testing import FakeLLM
-from chainreact.tools import ToolContext, tool
-
-
-@tool
-def weather(city: str) -> str:
-    """Current temperature in a city, in Celsius."""
-    return f"21 C in {city}"
-
-
-@tool
-def ask_user(question: str, ctx: ToolContext) -> str:
-    """Ask the user a question and wait for the answer."""
-    if "answer" in ctx.state:
-        return str(ctx.state["answer"])
-    raise ToolInterrupt(question, schema={"enum": ["C", "F"]})
-
+from tests.state.test_runs_with_agent import ask_user, weather
 
 ASKING = [
     {"tool_calls": [{"id": "w", "name": "weather", "arguments": {"city": "Lyon"}},
@@ -47,7 +32,7 @@ async def test_an_interrupted_and_resumed_run_is_one_recorded_run(tmp_path: Path
     assert cassette["input"] == "How warm is it in Lyon?" and cassette["answer"] == "It is 70 F in Lyon."
     [recorded] = cassette["agents"]
     assert [s["step"] for s in recorded["steps"]] == [1, 2]
-    assert {t["id"]: t["content"] for t in recorded["steps"][0]["tools"]} == {"w": "21 C in Lyon", "q": "F"}
+    assert {t["id"]: t["content"] for t in recorded["steps"][0]["tools"]} == {"w": "21 in Lyon", "q": "F"}
     agent = Agent(name="helper", url="http://127.0.0.1:9/v1", key="k", model="m", tools=[weather, ask_user])
     result = await replay(cassette, agent=agent)  # the answer to the question comes from the cassette
     assert result.ok, result.report()
