@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _stop_local_if_started() -> None:
     # Only if this run imported it: importing it here just to stop nothing would cost time.
-    mod = sys.modules.get("chainreact.local.server")
+    mod = sys.modules.get("chainreact.local")  # its face loads the server module
     if mod is not None:
         mod.stop_local_sync()
 
