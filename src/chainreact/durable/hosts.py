@@ -16,9 +16,9 @@ import asyncio
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from temporalio.exceptions import ApplicationError
 
@@ -55,7 +55,7 @@ class Served(Generic[T]):
     kind = "item"
     key = "name"  # what tells items apart: their "name" or their "id"
 
-    def __init__(self, items: Iterable[T] | Mapping[str, T], name_of: Any) -> None:
+    def __init__(self, items: Iterable[T] | Mapping[str, T], name_of: Callable[[T], str]) -> None:
         self.items: dict[str, T] = {}
         for name, item in (items.items() if isinstance(items, Mapping) else ((name_of(i), i) for i in items)):
             self.add(item, name)
