@@ -75,6 +75,12 @@ EXPECTED = {
                             "as ann: Welcome back, gold member: your order ships today.",
                             "the model was told: The user: ann (gold tier)",
                             "MCP tools: ['helper', 'orders']", "MCP helper: The capital of France is Paris."],
+    "server_agui.py": ["  TOOL_CALL_START add\n  TOOL_CALL_RESULT 42\n  TOOL_CALL_START confirm\n"
+                       "  RUN_FINISHED success; text: ''",
+                       'the page runs confirm({"what":"order 42 items"}) and sends its result',
+                       "  TOOL_CALL_START ask_user\n  RUN_FINISHED interrupt",
+                       "interrupt: ask_user 'Gift wrap?' {'enum': ['yes', 'no']}",
+                       "run 3\n  RUN_STARTED\n  RUN_FINISHED success; text: 'Ordered 42 items, gift wrapped.'"],
     "server_flow_agui.py": ["agui client:\n"
                             """  tool: TOOL_CALL_START orderLookup {"orderId": "42"} path=['clerk']\n"""
                             "  tool: TOOL_CALL_RESULT orderLookup "

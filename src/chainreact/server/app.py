@@ -10,6 +10,7 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     ops             GET /metrics (with the middleware below)
     playground_routes   / (the web playground), /playground/...
     runs_routes     /api/v1/agents/{id}/runs, /api/v1/runs/... (and the run registry the chat routes use)
+    agui_routes     POST /agui/{id} (the AG-UI protocol)
     (here)          GET /healthz, /readyz
 Around them, ops.setup(ctx) composes the middleware (metrics, access log, CORS) and the rate limits and
 folder watcher that the configuration asks for (server/ops.py lists them).
@@ -34,6 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from . import (
+    agui_routes,
     flows_routes,
     login,
     mcp_routes,
@@ -61,6 +63,7 @@ ROUTE_MODULES = (
     ops,
     playground_routes,
     runs_routes,
+    agui_routes,
 )
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "ServerConfig", "ServerOptionError", "create_app",
