@@ -80,7 +80,8 @@ EXPECTED = {
                        'the page runs confirm({"what":"order 42 items"}) and sends its result',
                        "  TOOL_CALL_START ask_user\n  RUN_FINISHED interrupt",
                        "interrupt: ask_user 'Gift wrap?' {'enum': ['yes', 'no']}",
-                       "run 3\n  RUN_STARTED\n  RUN_FINISHED success; text: 'Ordered 42 items, gift wrapped.'"],
+                       "run 3\n  RUN_STARTED\n"
+                       "  RUN_FINISHED success; text: 'Ordered 42 items, gift wrapped.'"],
     "server_flow_agui.py": ["agui client:\n"
                             """  tool: TOOL_CALL_START orderLookup {"orderId": "42"} path=['clerk']\n"""
                             "  tool: TOOL_CALL_RESULT orderLookup "
