@@ -46,6 +46,13 @@ EXPECTED = {
                       "replay: ok, the run follows the recording (2 model call(s))",
                       "  agent calc, step 1, tool add (call_add): result: expected '5', got '6'",
                       'as JSON: {"ok": false, "answer": "2 + 3 = 5", "steps": 2}'],
+    "replay_chain_flow.py": ["chain nodes: [('ask', 'Paris'), ('wrap', '[Paris]')]",
+                             "flow turn 2 read: ['get_run', 'history'] answer: noted: it is order 42",
+                             "chain: replay: ok, the run follows the recording (1 model call(s))",
+                             "flow: replay: ok, the run follows the recording (1 model call(s))",
+                             "  node wrap: data: expected '[Paris]', got '<Paris>'",
+                             "  agent chat, step 1, request: messages[0].content (system): "
+                             "expected 'Be brief.', got 'Be very brief.'"],
     "eval_agent.py": ["pass  adds ", "pass  weather as JSON ", "pass  greets ",
                       "FAIL  no tool for a greeting tokens=13   tool_called: not called: add (called: none)",
                       "judge: pass (It says it is glad to see them.)", "pass rate: 0.75 (3/4)",

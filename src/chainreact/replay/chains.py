@@ -24,7 +24,7 @@ from ..chains.trace import MAX_NODE_EVENTS, node_event
 from .cassette import CassetteError, build_agents
 from .diff import Diff, show
 from .player import Replayer
-from .run import ReplayResult
+from .run import ReplayResult, document_changed
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -139,11 +139,12 @@ async def replay_chain(cassette: dict[str, Any], target: Any = None, *, load: Se
             now = [{"relation": e.relation, "error": e.error, "data": e.msg.data} for e in ends]
             if now != recorded_ends:
                 diffs.append(Diff("answer", "the chain's ends", expected=recorded_ends, got=now))
+        changed = document_changed(cassette, chain_identity(engine, str(cassette.get("chain"))))
     finally:
         if own:
             engine.close()
     steps = sum(t.made for t in replayer.tapes)
-    return ReplayResult(not diffs, answer, steps, diffs, "chain")
+    return ReplayResult(not diffs, answer, steps, diffs, "chain", changed)
 
 
 def compare_nodes(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[Diff]:

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.plan import plan_hook
+from ..agent.recording import document_identity
 from ..state.errors import StateError
 from .cassette import CassetteError, build_agents
 from .diff import Diff
 from .player import Replayer
-from .run import ReplayResult
+from .run import ReplayResult, document_changed
 
 
 def flow_cassette(run_id: str, records: list[dict[str, Any]], turn: int | None) -> dict[str, Any]:
@@ -81,7 +82,8 @@ async def replay_flow(cassette: dict[str, Any], target: Any = None, *, load: Seq
            "node": turn.node, "ended": turn.ended}
     diffs += compare_turn(cassette.get("turn") or {}, got)
     steps = sum(t.made for t in replayer.tapes)
-    return ReplayResult(not diffs, _answer(got), steps, diffs, "flow")
+    changed = document_changed(cassette, document_identity(flow))
+    return ReplayResult(not diffs, _answer(got), steps, diffs, "flow", changed)
 
 
 def compare_turn(expected: dict[str, Any], got: dict[str, Any]) -> list[Diff]:

@@ -81,13 +81,14 @@ async def replay_agent(cassette: dict[str, Any], agent: Any, *, live_tools: bool
     if error is None:
         _compare_answer(cassette.get("answer"), answer, diffs)
     tape = next((t for t in replayer.tapes if t.data is top), None)
-    changed = _document_changed(cassette, document_identity(agent))
+    changed = document_changed(cassette, document_identity(agent))
     return ReplayResult(not diffs, answer, tape.made if tape is not None else 0, diffs, "agent", changed)
 
 
-def _document_changed(cassette: dict[str, Any], now: dict[str, Any]) -> bool:
+def document_changed(cassette: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether the document's hash differs from the recorded one (both known)."""
     recorded = (cassette.get("document") or {}).get("hash")
     return bool(recorded and now.get("hash") and recorded != now["hash"])
 
 
-__all__ = ["ReplayResult", "replay_agent"]
+__all__ = ["ReplayResult", "document_changed", "replay_agent"]
