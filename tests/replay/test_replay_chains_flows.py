@@ -34,7 +34,7 @@ def chain_doc(url: str, expr: str = "'[' + msg + ']'") -> dict[str, Any]:
 async def test_the_servers_agent_and_chain_runs_export_and_replay_offline(
         serve: Any, tmp_path: Path) -> None:  # noqa: F811  (the fixture imported above)
     state = f"sqlite:///{tmp_path}/served.db"
-    with FakeLLM([*SCRIPT, {"text": "chained"}]) as llm:
+    with FakeLLM([*SCRIPT, {"text": "chained"}, *SCRIPT]) as llm:
         folder = tmp_path / "agent"
         write_agent(folder, llm.url)
         srv = serve({"calc.json": json.loads((folder / "calc.json").read_text()),
@@ -47,12 +47,20 @@ async def test_the_servers_agent_and_chain_runs_export_and_replay_offline(
                                    timeout=30).json())
             assert wait_status(srv.url, runs[-1]["id"])["status"] == "done"
         agent_run, chain_run = runs
+        # A chat completion of a server with a store is kept, and recorded, too.
+        chat = httpx.post(f"{srv.url}/v1/chat/completions", timeout=30, json={
+            "model": "calc", "messages": [{"role": "user", "content": "What is 2 + 3?"}]})
+        assert chat.json()["choices"][0]["message"]["content"] == "2 + 3 = 5"
+        chat_run = chat.headers["x-run-id"]
         # The runs API's event stream is unchanged: no recording in it.
         events = httpx.get(f"{base}/runs/{agent_run['id']}/events", timeout=10).text
         assert "event: io" not in events
     async with await open_store(state) as store:
         agent_cassette = await export_run(store, agent_run["id"])
         chain_cassette = await export_run(store, chain_run["id"])
+        chat_cassette = await export_run(store, chat_run)
+    assert chat_cassette["answer"] == "2 + 3 = 5" and len(chat_cassette["agents"][0]["steps"]) == 2
+    assert (await replay(chat_cassette)).ok
     # The server gives the agent its input as messages.
     assert agent_cassette["input"] == {"messages": [{"role": "user", "content": "What is 2 + 3?"}]}
     assert agent_cassette["answer"] == "2 + 3 = 5"

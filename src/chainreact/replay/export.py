@@ -61,7 +61,7 @@ async def export_run(store: Any, run_id: str, *, turn: int | None = None,
     else:
         raise StateError(f"run {run_id!r} has no recording of its model calls in {store.url.masked}: "
                          "recorded are runs with a store (`chainreact run --state`), `chainreact eval "
-                         "--state`, the server's runs API and flow turns")
+                         "--state`, the server's runs and chats with a store, and flow turns")
     cassette = {"chainreact_cassette": FORMAT, **cassette, "exported_at": time.time()}
     return dict(redact(cassette, [*env_secrets(), *redact_values]))
 

@@ -183,7 +183,7 @@ class RunRegistry:
                                          detached=detached, stream=stream, listen=listen)
         extra = {"target": target} if options is None else {"target": target, OPTIONS: options.to_dict()}
         ckpt = StoreCheckpointer(self.store, session=session, extra=extra) if persist or resumable else None
-        with recording(ckpt if persist and events else None, agent, data):  # for `runs export`
+        with recording(ckpt if persist else None, agent, data):  # kept with the run: `runs export`
             handle = agent.start(data, stream=stream, options=options,
                                  checkpoint=ckpt if persist or ckpt is None else _KeepInterrupted(ckpt))
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
