@@ -20,6 +20,7 @@ This module sets `ctx.runs` (the RunRegistry: the chat routes run agents through
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -49,6 +50,7 @@ from .sessions import (
 from .sse import SSE_HEADERS, sse
 
 MEMORY_STORE = "sqlite:///:memory:"
+_EVENT_ID = re.compile(r"[0-9]{1,18}\Z")
 
 
 def _err(status: int, message: str, code: str) -> Response:
@@ -253,8 +255,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(view, Response):
             return view
         raw = request.headers.get("last-event-id", request.query_params.get("after", "0")).strip() or "0"
-        if not raw.isdigit() or len(raw) > 18:
-            return _err(400, f"Last-Event-ID (or ?after=) must be a non-negative event id, got {raw!r}",
+        if not _EVENT_ID.match(raw):  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
+            return _err(400, f"Last-Event-ID (or ?after=) must be a non-negative event id, got {raw[:40]!r}",
                         "invalid_event_id")
 
         async def gen() -> AsyncIterator[bytes]:
