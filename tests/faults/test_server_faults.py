@@ -38,3 +38,82 @@ def test_a_valid_last_event_id_still_resumes(helper: Any) -> None:
     after = httpx.get(url, headers={"Last-Event-ID": "1"}, timeout=30).text
     assert "id: 1\n" in every and "id: 1\n" not in after and "id: 2\n" in after
     assert httpx.get(url + "?after=\u0661", timeout=30).status_code == 400  # an Arabic-Indic digit
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+BAD_MESSAGES = [
+    ([{"role": "assistant", "tool_calls": "abc"}], "messages[0].tool_calls"),
+    ([{"role": "assistant", "tool_calls": ["x"]}], "messages[0].tool_calls[0]"),
+    ([{"role": "assistant", "tool_calls": [{**CALL, "function": "f"}]}],
+     "messages[0].tool_calls[0].function"),
+    ([{"role": "assistant", "tool_calls": [CALL, {**CALL, "id": 1}]}], "messages[0].tool_calls[1].id"),
+    ([{"role": "assistant", "tool_calls": [{**CALL, "function": {"name": 3}}]}],
+     "messages[0].tool_calls[0].function.name"),
+    ([{"role": "assistant", "tool_calls": [{**CALL, "function": {"name": "f", "arguments": 7}}]}],
+     "messages[0].tool_calls[0].function.arguments"),
+    ([{"role": "assistant", "tool_calls": [{**CALL, "type": "nope"}]}], "messages[0].tool_calls[0].type"),
+    ([{"role": "user", "content": "hi"}, {"role": "user", "tool_calls": [CALL]}], "messages[1].tool_calls"),
+    ([{"role": "user", "content": 5}], "messages[0].content"),
+    ([{"role": "user", "content": {"a": 1}}], "messages[0].content"),
+    ([{"role": "user", "content": [5]}], "messages[0].content[0]"),
+    ([{"role": "user", "content": [{"text": "x"}]}], "messages[0].content[0].type"),
+    ([{"role": "user", "content": [{"type": "text", "text": 5}]}], "messages[0].content[0].text"),
+    ([{"role": "user", "content": [{"type": "image_url", "image_url": 5}]}],
+     "messages[0].content[0].image_url"),
+    ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": []}}]}],
+     "messages[0].content[0].image_url.url"),
+    ([{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}],
+     "messages[0].content[0].type"),
+    ([{"role": "assistant", "content": 1.5}], "messages[0].content"),
+    ([{"role": "tool", "content": "x", "tool_call_id": 5}], "messages[0].tool_call_id"),
+    ([{"role": "tool", "content": "x"}], "messages[0].tool_call_id"),
+    ([{"role": "user", "content": "x", "name": 5}], "messages[0].name"),
+    ([{"role": "assistant", "content": "x", "reasoning_content": ["r"]}], "messages[0].reasoning_content"),
+    ([{"role": "wizard", "content": "x"}], "messages[0].role"),
+    ([{"role": "user", "content": "x"}, "hello"], "messages[1]"),
+]
+
+
+@pytest.mark.parametrize(("messages", "path"), BAD_MESSAGES, ids=[p for _, p in BAD_MESSAGES])
+def test_malformed_client_messages_are_400_with_the_fields_path(helper: Any, messages: Any,
+                                                                path: str) -> None:
+    # Before: 500 "'str' object has no attribute 'get'" for tool_calls, or the wrong type went on to the
+    # model (a failed run, or the model endpoint's own error).
+    chat = httpx.post(f"{helper.url}/v1/chat/completions", json={"model": "helper", "messages": messages},
+                      timeout=30)
+    assert chat.status_code == 400, chat.text
+    err = chat.json()["error"]
+    assert err["param"] == path and err["message"].startswith(path + " ")
+    assert err["code"] == "invalid_messages"
+    runs = httpx.post(f"{helper.url}/api/v1/agents/helper/runs", json={"messages": messages}, timeout=30)
+    assert runs.status_code == 400, runs.text
+    assert runs.json()["error"]["message"].startswith(path + " ")
+
+
+def test_well_formed_messages_of_every_kind_still_run(helper: Any) -> None:
+    messages = [{"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+                {"role": "user", "content": [{"type": "text", "text": "look"},
+                                             {"type": "image_url",
+                                              "image_url": {"url": "data:,", "detail": "low"}}],
+                 "name": "ann"},
+                {"role": "assistant", "content": None, "tool_calls": [CALL], "reasoning_content": None},
+                {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "done"}], "refusal": None},
+                {"role": "user", "content": "and now?"}]
+    chat = httpx.post(f"{helper.url}/v1/chat/completions", json={"model": "helper", "messages": messages},
+                      timeout=30)
+    assert chat.status_code == 200, chat.text
+    assert chat.json()["choices"][0]["message"]["content"] == "fine"
+
+
+@pytest.mark.parametrize(("items", "path"), [
+    ([{"role": "user", "content": [{"type": "input_text", "text": 5}]}], "input[0].content[0].text"),
+    ([{"role": "assistant", "content": [{"type": "refusal"}]}], "input[0].content[0].refusal"),
+    ([{"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": 1}}], "input[0].arguments"),
+])
+def test_malformed_responses_input_items_are_400_with_the_fields_path(helper: Any, items: Any,
+                                                                      path: str) -> None:
+    # Before: a text part's number became the text "5", an object's arguments became "{}".
+    resp = httpx.post(f"{helper.url}/v1/responses", json={"model": "helper", "input": items}, timeout=30)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["param"] == path and resp.json()["error"]["message"].startswith(path + " ")

@@ -181,7 +181,8 @@ def test_bad_input_gets_a_clear_4xx_and_changes_nothing(fake_llm: Any, serve: An
     cases = [
         (httpx.post(url, content=b"{not json"), 400, "not valid JSON"),
         (httpx.post(url, json=[1, 2]), 400, "JSON object"),
-        (httpx.post(url, json={"model": "helper", "messages": "hi"}), 400, "'messages'"),
+        (httpx.post(url, json={"model": "helper", "messages": "hi"}), 400,
+         "messages must be a non-empty list"),
         (httpx.post(url, json={"model": "helper", "messages": [{"role": "wizard", "content": "x"}]}), 400,
          "role"),
         (httpx.post(url, json={"model": "helper", "stream": "yes", "messages": [{"role": "user"}]}), 400,

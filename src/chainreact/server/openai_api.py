@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ..types import ToolCall
+from .chat_messages import message_problem
 from .frames import Calls, Done, Failed, Frame, Reasoning, Text, Tool
 from .sse import DONE, SSE_HEADERS, sse
 
@@ -49,13 +50,9 @@ def parse_chat_request(raw: bytes) -> dict[str, Any] | JSONResponse:
     body = json_object(raw)
     if isinstance(body, JSONResponse):
         return body
-    msgs = body.get("messages")
-    if not isinstance(msgs, list) or not msgs or not all(isinstance(m, dict) for m in msgs):
-        return error(400, "'messages' must be a non-empty list of message objects", code="invalid_messages")
-    for i, m in enumerate(msgs):
-        if m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
-            return error(400, f"messages[{i}].role must be system, user, assistant or tool, "
-                              f"got {m.get('role')!r}", code="invalid_messages")
+    bad = message_problem(body.get("messages"))
+    if bad is not None:
+        return error(400, bad[1], code="invalid_messages", extra={"param": bad[0]})
     if "stream" in body and not isinstance(body["stream"], bool):
         return error(400, "'stream' must be true or false")
     return body

@@ -88,8 +88,10 @@ def input_messages(body: dict[str, Any]) -> list[dict[str, Any]] | JSONResponse:
             if not isinstance(call_id, str) or not isinstance(name, str):
                 return error(400, f"{at}: a function_call needs 'call_id' and 'name'", code="invalid_input")
             args = it.get("arguments")
-            call = {"id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": args if isinstance(args, str) else "{}"}}
+            if args is not None and not isinstance(args, str):
+                return error(400, f"{at}.arguments must be a JSON string", code="invalid_input",
+                             extra={"param": f"{at}.arguments"})
+            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args or "{}"}}
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)  # the calls of one model message
@@ -120,7 +122,11 @@ def _message(it: dict[str, Any], at: str) -> dict[str, Any] | JSONResponse:
     for j, p in enumerate(content):
         kind = p.get("type") if isinstance(p, dict) else None
         if kind in _TEXT_PARTS:
-            parts.append({"type": "text", "text": str(p.get("text") or p.get("refusal") or "")})
+            field = "refusal" if kind == "refusal" else "text"
+            if not isinstance(p.get(field), str):
+                return error(400, f"{at}.content[{j}].{field} must be a string", code="invalid_input",
+                             extra={"param": f"{at}.content[{j}].{field}"})
+            parts.append({"type": "text", "text": p[field]})
         elif kind == "input_image" and isinstance(p.get("image_url"), str) and role == "user":
             parts.append({"type": "image_url", "image_url": {"url": p["image_url"]}})
         else:

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .chat_messages import message_problem
 from .context import ServerContext
 from .runs_registry import (
     FINAL_STATUSES,
@@ -80,12 +81,9 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]] | Response:
     """The new messages of a start request: `messages` as given, or `input` as one user message."""
     if "messages" in body:
         msgs = body["messages"]
-        if not isinstance(msgs, list) or not msgs or not all(isinstance(m, dict) for m in msgs):
-            return _err(400, "'messages' must be a non-empty list of message objects", "invalid_messages")
-        for i, m in enumerate(msgs):
-            if m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
-                return _err(400, f"messages[{i}].role must be system, user, assistant or tool, "
-                                 f"got {m.get('role')!r}", "invalid_messages")
+        bad = message_problem(msgs)
+        if bad is not None:
+            return _err(400, bad[1], "invalid_messages")
         return [{**m, "role": "system"} if m.get("role") == "developer" else m for m in msgs]
     if "input" not in body:
         return _err(400, "give 'input' (text or JSON) or 'messages' (OpenAI chat messages)", "invalid_body")
