@@ -82,6 +82,13 @@ EXPECTED = {
                             "as ann: Welcome back, gold member: your order ships today.",
                             "the model was told: The user: ann (gold tier)",
                             "MCP tools: ['helper', 'orders']", "MCP helper: The capital of France is Paris."],
+    "server_a2a.py": ["card: weather - Tells the weather. skills=['weather', 'ask_user']",
+                      "interface: JSONRPC /a2a/weather",
+                      "task TASK_STATE_INPUT_REQUIRED: Celsius or Fahrenheit? (answer q1)",
+                      "  statusUpdate TASK_STATE_WORKING\n  artifactUpdate 'It is '",
+                      "  statusUpdate TASK_STATE_COMPLETED",
+                      "GetTask: TASK_STATE_COMPLETED, answer 'It is 21 C in Lyon.'",
+                      "the run: done, 'It is 21 C in Lyon.'"],
     "server_agui.py": ["  TOOL_CALL_START add\n  TOOL_CALL_RESULT 42\n  TOOL_CALL_START confirm\n"
                        "  RUN_FINISHED success; text: ''",
                        'the page runs confirm({"what":"order 42 items"}) and sends its result',

@@ -11,6 +11,7 @@ Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     playground_routes   / (the web playground), /playground/...
     runs_routes     /api/v1/agents/{id}/runs, /api/v1/runs/... (and the run registry the chat routes use)
     agui_routes     POST /agui/{id} (the AG-UI protocol)
+    a2a_routes      /a2a/{id} and its agent card (the A2A protocol)
     (here)          GET /healthz, /readyz
 Around them, ops.setup(ctx) composes the middleware (metrics, access log, CORS) and the rate limits and
 folder watcher that the configuration asks for (server/ops.py lists them).
@@ -35,6 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from . import (
+    a2a_routes,
     agui_routes,
     flows_routes,
     login,
@@ -64,6 +66,7 @@ ROUTE_MODULES = (
     playground_routes,
     runs_routes,
     agui_routes,
+    a2a_routes,
 )
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "ServerConfig", "ServerOptionError", "create_app",

@@ -296,9 +296,11 @@ class RunRegistry:
                 log.exception("pruning stopped runs failed")
 
     async def save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
+        """The end of a run without checkpoints (a chain run, a flow turn: its kind is `live.kind`)."""
         from ..state.checkpoint import RunSnapshot, save_snapshot
 
-        extra: dict[str, Any] = {"target": live.target, "kind": "chain", "io": getattr(live.handle, "io", [])}
+        extra: dict[str, Any] = {"target": live.target, "kind": live.kind,
+                                 "io": getattr(live.handle, "io", [])}
         if result is not None:
             extra.update(content=result.content, stop_reason=result.stop_reason)
             status = "cancelled" if result.stop_reason == "cancelled" else "done"
