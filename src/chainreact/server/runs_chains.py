@@ -51,7 +51,34 @@ class ChainRunError(Exception):
     pass
 
 
-class ChainRun:
+class QueuedRun:
+    """A run in its own task (`_task`) whose events come through `_queue` (None: the end) and whose end is
+    `_result` or `_error`: iterate for events, `cancel()` (at once), await `result()`. ChainRun here, and
+    runs_flows.FlowRun."""
+
+    run_id: str
+    _queue: asyncio.Queue[ChainEvent | None]
+    _task: asyncio.Future[None]
+    _result: ChainResult | None
+    _error: ChainRunError | None
+
+    async def __aiter__(self) -> Any:
+        while (ev := await self._queue.get()) is not None:
+            yield ev
+
+    async def result(self) -> ChainResult:
+        await asyncio.shield(self._task)
+        if self._result is not None:
+            return self._result
+        assert self._error is not None
+        raise self._error
+
+    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
+        if not self._task.done():
+            self._task.cancel()
+
+
+class ChainRun(QueuedRun):
     """`engine.run(chain_id, ...)` in its own task: iterate for events, `cancel()`, await `result()`."""
 
     def __init__(self, engine: Any, chain_id: str, body: dict[str, Any],
@@ -108,21 +135,10 @@ class ChainRun:
                 self._error = ChainRunError("the chain ended without an answer")
             self._queue.put_nowait(None)
 
-    async def __aiter__(self) -> Any:
-        while (ev := await self._queue.get()) is not None:
-            yield ev
-
     async def result(self) -> ChainResult:
         await asyncio.shield(self._task)
         if self._left:
             from .durable_runs import LeftRunning
 
             raise LeftRunning(f"chain run {self.run_id}: left to the workers (the server is shutting down)")
-        if self._result is not None:
-            return self._result
-        assert self._error is not None
-        raise self._error
-
-    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
-        if not self._task.done():
-            self._task.cancel()
+        return await super().result()

@@ -18,10 +18,10 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from .runs_chains import ChainEvent, ChainResult, ChainRunError
+from .runs_chains import ChainEvent, ChainResult, ChainRunError, QueuedRun
 
 
-class FlowRun:
+class FlowRun(QueuedRun):
     """`flow.stream(session, text)` in its own task: iterate for events, `cancel()`, await `result()`."""
 
     def __init__(self, flow: Any, session: str, text: str, user: Mapping[str, Any] | None = None):
@@ -55,21 +55,6 @@ class FlowRun:
         finally:
             await events.aclose()
             self._queue.put_nowait(None)
-
-    async def __aiter__(self) -> Any:
-        while (ev := await self._queue.get()) is not None:
-            yield ev
-
-    async def result(self) -> ChainResult:
-        await asyncio.shield(self._task)
-        if self._result is not None:
-            return self._result
-        assert self._error is not None
-        raise self._error
-
-    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> None:
-        if not self._task.done():
-            self._task.cancel()
 
 
 __all__ = ["FlowRun"]
