@@ -7,10 +7,10 @@
 Each task is a real agent run on the embedded llama.cpp server (SmolLM2-135M, started once, or the one at
 $CHAINREACT_LOCAL_URL): sums on examples/demo-agent.json itself (tool `add`), differences on the same
 agent with `subtract`, unit conversions with `km_to_miles`. A task succeeds when the run ended without an
-error and the answer states the right number and no other (numbers from the question aside); the first
-tool call (name and arguments) is reported too. The model samples greedily, so a second run gives the
-same table (the figures in docs/local-model.md come from this script). tests/local/test_local_tasks.py
-runs a handful of these.
+error, a tool result gave the right number, and the answer states it and no other number (numbers from
+the question aside); the first tool call (name and arguments) is reported too. The model samples
+greedily, so a second run gives the same table (the figures in docs/local-model.md come from this
+script). tests/local/test_local_tasks.py runs a handful of these.
 """
 
 from __future__ import annotations
@@ -131,10 +131,14 @@ async def run_task(task: Task, all_tools: bool) -> dict[str, Any]:
     finally:
         await agent.aclose()
     calls = [(c.name, c.arguments) for m in messages if m.role == "assistant" for c in m.tool_calls or []]
+    # Right only when a tool gave the number: a small model that swaps the arguments of subtract and then
+    # drops the minus sign of the result is not counted as right.
+    from_tool = any(m.role == "tool" and states(m.text, task.expected) for m in messages)
     first = calls[0] if calls else None
     right_call = first is not None and first[0] == task.call[0] and _args(first[1]) == task.call[1]
     return {"kind": task.kind, "question": task.question, "expected": task.expected, "answer": answer,
-            "ok": not error and states(answer, task.expected, task.question), "right_first_call": right_call,
+            "ok": not error and from_tool and states(answer, task.expected, task.question),
+            "right_first_call": right_call, "first_call": list(first) if first else None,
             "calls": len(calls), "error": error, "seconds": round(time.perf_counter() - t0, 1)}
 
 

@@ -64,6 +64,7 @@ def test_task_is_answered_right(task: object, local_url: str, monkeypatch: pytes
     assert not row["error"]
     assert row["right_first_call"], row  # the grammar-constrained call, right tool and arguments
     assert row["ok"], row  # the answer states the right number (and no wrong one)
+    assert row["calls"] == 1  # one call, then the answer: never the max-steps path
     assert "maximum number of steps" not in row["answer"]
 
 

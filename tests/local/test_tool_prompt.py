@@ -46,6 +46,8 @@ def test_prompt_lists_the_tools_teaches_the_format_and_renders_calls_and_results
     assert ('<|im_start|>assistant\ncall add {"a": 17, "b": 25}<|im_end|>\n'
             "<|im_start|>user\nResult: 42<|im_end|>\n<|im_start|>assistant\n") in prompt
     assert "&#34;" not in prompt  # no HTML escaping (llama-cpp-python's template did that)
+    # the example is not commutative: it shows the numbers copied in the question's order
+    assert 'call divide {"a": 8, "b": 2}' in tool_prompt.EXAMPLE
 
 
 def test_grammar_of_a_turn() -> None:
@@ -56,6 +58,8 @@ def test_grammar_of_a_turn() -> None:
     assert tool_prompt.turn_grammar([ADD, ODD], "required").splitlines()[0] == "root ::= call-add | call-odd"
     assert tool_prompt.turn_grammar([ADD, ODD], "odd").splitlines()[0] == "root ::= call-odd"
     assert_closed(tool_prompt.turn_grammar([ADD, ODD], "auto"))
+    answer_only = tool_prompt.turn_grammar([ADD, ODD], tool_prompt.ANSWER_ONLY)
+    assert answer_only.splitlines()[0] == "root ::= answer" and "call-" not in answer_only
     with pytest.raises(ValueError, match="'sub'"):
         tool_prompt.turn_grammar([ADD], "sub")
 
@@ -121,3 +125,17 @@ def test_rendered_call_is_what_the_grammar_allows() -> None:
     turn = {"role": "assistant", "content": "", "tool_calls": [CALL]}
     shown = tool_prompt.render_prompt([USER, turn], [ADD])
     assert f"call add {json.dumps(args, separators=(', ', ': '))}" in shown
+
+
+def test_calls_again_since_the_users_message() -> None:
+    result = {"role": "tool", "tool_call_id": "c1", "content": "42"}
+    earlier = [SYSTEM, USER, {"role": "assistant", "content": "", "tool_calls": [CALL]}, result]
+    again = tool_prompt.parse_turn('call add {"a": 42, "b": 25}', [ADD])  # other arguments: still again
+    other = tool_prompt.parse_turn('call odd {"mode": "fast"}', [ADD, ODD])
+    answer = tool_prompt.parse_turn("answer: 42", [ADD])
+    assert tool_prompt.calls_again(earlier, again)
+    assert not tool_prompt.calls_again(earlier, other)  # another tool may follow
+    assert not tool_prompt.calls_again(earlier, answer)
+    # a new user message starts afresh
+    assert not tool_prompt.calls_again([*earlier, {"role": "assistant", "content": "42"},
+                                        {"role": "user", "content": "And 42 + 25?"}], again)

@@ -140,13 +140,20 @@ def tool_turn(llama: Any, messages: list[dict[str, Any]], tools: list[dict[str, 
     """One assistant turn of a tool-bearing request (module docstring), as a chat completion or chunks."""
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    grammar = LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice), verbose=False)
-    completion = llama.create_completion(
-        prompt=tool_prompt.render_prompt(messages, tools), grammar=grammar, temperature=0.0, top_k=1,
-        repeat_penalty=1.0, max_tokens=max_tokens or 512, stop=["<|im_end|>"], stream=False,
-    )
+    prompt = tool_prompt.render_prompt(messages, tools)
+
+    def sample(choice: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        grammar = LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice), verbose=False)
+        completion = llama.create_completion(
+            prompt=prompt, grammar=grammar, temperature=0.0, top_k=1, repeat_penalty=1.0,
+            max_tokens=max_tokens or 512, stop=["<|im_end|>"], stream=False,
+        )
+        return completion, tool_prompt.parse_turn(completion["choices"][0]["text"], tools)
+
+    completion, message = sample(choice)
+    if choice == "auto" and tool_prompt.calls_again(messages, message):
+        completion, message = sample(tool_prompt.ANSWER_ONLY)  # its result is above: answer from it
     choice0 = completion["choices"][0]
-    message = tool_prompt.parse_turn(choice0["text"], tools)
     finish = "tool_calls" if message.get("tool_calls") else choice0.get("finish_reason") or "stop"
     head = {"id": "chat" + completion["id"], "created": completion["created"], "model": completion["model"]}
     if not stream:

@@ -12,10 +12,13 @@ docs/local-model.md), this shape beat the model's other options: JSON objects ({
 {"response": ...}, llama.cpp's generic format) made it answer sums in its head, and llama-cpp-python's
 `functions.add:` format made it call the tool again after every result.
 
-`choice` is what the turn may be: "auto" (call or answer), "required" (a call), a tool name (a call of
-that tool). The server (llama_entry.py) makes a turn that follows the user's message a call when the
-request's tool_choice is "auto": asked without its tools, the model answers arithmetic wrongly
-(17 + 25 = 32), and an agent offers it tools for exactly that. After a tool result it may answer.
+`choice` is what the turn may be: "auto" (call or answer), "required" (a call), "answer", a tool name (a
+call of that tool). The server (llama_entry.py) makes a turn that follows the user's message a call when
+the request's tool_choice is "auto": asked without its tools, the model answers arithmetic wrongly
+(17 + 25 = 32), and an agent offers it tools for exactly that. After a tool result it may answer or call
+another tool; a call of a tool already called since the user's message becomes the answer instead
+(calls_again). The worked example is not commutative (8 divided by 2), so it shows the numbers copied in
+the question's order: with a multiplication example the model wrote subtract(15, 40) for "40 - 15".
 
 Everything here is pure (no llama_cpp), so it is tested without the model.
 """
@@ -31,6 +34,7 @@ from .grammar import GrammarBuilder, literal
 
 CALL = "call "
 ANSWER = "answer: "
+ANSWER_ONLY = "answer"  # a turn_grammar choice: the answer, no call
 MAX_ANSWER = 400  # characters: one line, not the essay a small model drifts into
 FORMAT_NOTE = (
     "To call a tool, write: call <tool> {arguments as JSON}. You then get its result. "
@@ -38,10 +42,10 @@ FORMAT_NOTE = (
 )
 EXAMPLE = (
     "Example:\n"
-    "user: What is 6 times 7?\n"
-    'assistant: call multiply {"a": 6, "b": 7}\n'
-    "user: Result: 42\n"
-    "assistant: answer: 6 times 7 is 42."
+    "user: What is 8 divided by 2?\n"
+    'assistant: call divide {"a": 8, "b": 2}\n'
+    "user: Result: 4\n"
+    "assistant: answer: 8 divided by 2 is 4."
 )
 
 
@@ -118,20 +122,21 @@ def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, 
 
 
 def turn_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
-    """GBNF for one assistant turn. `choice`: "auto", "required", or the name of the tool to call."""
+    """GBNF for one assistant turn. `choice`: "auto", "required", "answer" (no call), or the name of the
+    tool to call."""
     builder = GrammarBuilder()
     calls = []
-    for t in tools:
+    for t in tools if choice != ANSWER_ONLY else ():
         fn = _fn(t)
         name = fn.get("name")
         if not name or (choice not in ("auto", "required") and name != choice):
             continue
         args = builder.rule_for(fn.get("parameters") or {"type": "object"}, f"{name}-args")
         calls.append(builder.add(f"call-{name}", f"{literal(f'{CALL}{name} ')} {args}"))
-    if not calls and choice not in ("auto", "required"):
+    if not calls and choice not in ("auto", "required", ANSWER_ONLY):
         raise ValueError(f"tool_choice names {choice!r}, which is not among the offered tools")
     alternatives = list(calls)
-    if choice == "auto" or not calls:
+    if choice in ("auto", ANSWER_ONLY) or not calls:
         alternatives.append(builder.add("answer", f'{literal(ANSWER)} [^\\n] [^\\n]{{0,{MAX_ANSWER - 1}}}'))
     return builder.text(" | ".join(alternatives))
 
@@ -171,3 +176,21 @@ def effective_choice(messages: Sequence[dict[str, Any]], tools: Sequence[dict[st
         return "required"
     last = next((m for m in reversed(messages) if m.get("role") not in ("system", "developer")), None)
     return "required" if last is not None and last.get("role") == "user" else "auto"
+
+
+def calls_again(messages: Sequence[dict[str, Any]], message: dict[str, Any]) -> bool:
+    """Whether `message` (a parsed turn) calls a tool that was already called since the user's last
+    message. The embedded model then answers instead (llama_entry.py): its result is above, and this model
+    does not chain a tool with itself sensibly. Measured: after add(50, 50) = 100 it went on with
+    add(100, 50), add(150, 50), ... until maxStep, then answered 20; after other results it called the
+    same tool with the same arguments again."""
+    names = {(c.get("function") or {}).get("name") for c in message.get("tool_calls") or []}
+    if not names:
+        return False
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            return False
+        if m.get("role") == "assistant" and any(
+                (c.get("function") or {}).get("name") in names for c in m.get("tool_calls") or []):
+            return True
+    return False
