@@ -192,3 +192,23 @@ def test_the_card_names_the_security_scheme_and_keys_apply(fake_llm: Any, serve:
             assert get_artifact_text(resp.task.artifacts[0]) == "ok"
 
     asyncio.run(go())
+
+
+def test_the_a2a_tool_calls_a_chainreact_served_agent(fake_llm: Any, serve: Any) -> None:
+    from chainreact import Agent
+
+    helper_llm = fake_llm([{"text": "Paris."}])
+    doc = agent_doc(helper_llm.url)
+    doc["configuration"]["description"] = "Knows capitals."
+    srv = serve({"helper.json": doc})
+    boss_llm = fake_llm([{"tool_calls": [{"id": "h1", "name": "helper",
+                                          "arguments": {"message": "Capital of France?"}}]},
+                         {"text": "The helper says Paris."}])
+    boss = Agent.from_config({"url": boss_llm.url, "key": "k", "model": "m", "maxRetries": -1,
+                              "tools": [{"type": "a2a", "url": f"{srv.url}/a2a/helper"}]})
+    assert boss.run_sync("Ask the helper.").content == "The helper says Paris."
+    [tool] = boss_llm.chat_requests[0].body["tools"]
+    assert tool["function"]["name"] == "helper"
+    assert tool["function"]["description"].startswith("Knows capitals.")
+    assert [m["content"] for m in boss_llm.chat_requests[1].messages if m["role"] == "tool"] == ["Paris."]
+    assert helper_llm.chat_requests[0].messages[-1] == {"role": "user", "content": "Capital of France?"}

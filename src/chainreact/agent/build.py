@@ -5,6 +5,7 @@
     {"type": "python", "name", "config": {"function": "pkg.mod:fn"}}   a Python function
     {"type": "http" | "standard", ...}      an HTTP endpoint (the flow spec's ToolForAIDef)
     {"type": "mcp", ...}                    the tools of an MCP server (filtered)
+    {"type": "a2a", "url", "auth"}          a remote A2A agent (its card gives the name and description)
     {"type": "agent", "targetId": "id"}     another agent document, as a tool (`parameters`: its input
                                             schema; `timeout` in ms, default 120 s)
     {"type": "rulechain", "targetId": "id"} a chain of the host's rule engine (chains.tools supplies it)
@@ -158,6 +159,10 @@ async def resolve_tools(entries: Sequence[Any], owner: ToolOwner) -> list[Tool]:
             mcp.append((where, desc))
             if desc.requireApproval:
                 approve_mcp.add(where)
+        elif desc.type == "a2a":
+            from ..tools.a2a import load_a2a_tool
+
+            tools.append(await load_a2a_tool(desc, where))
         elif desc.type == "agent":
             tools.append(_agent_tool(desc, owner, where))
         elif desc.type == "rulechain":

@@ -103,7 +103,7 @@ class FailoverEndpoint(_Model):
 class ToolDescriptor(_Model):
     """An object tool descriptor. The string shorthand "bash" equals {"type": "builtin", "name": "bash"}."""
 
-    type: Literal["builtin", "mcp", "agent", "rulechain", "http", "standard", "python"] = "builtin"
+    type: Literal["builtin", "mcp", "agent", "rulechain", "http", "standard", "python", "a2a"] = "builtin"
     name: str = ""
     description: str = ""
     targetId: str = ""
@@ -116,6 +116,9 @@ class ToolDescriptor(_Model):
     mcpClient: dict[str, Any] | None = None
     # chainreact extension: each call waits for a human decision (approve, reject, edit; agent/interrupts.py)
     requireApproval: bool = False
+    # chainreact extension: an `a2a` tool's remote agent (its card's URL) and the auth its calls send
+    url: str | None = None
+    auth: dict[str, Any] | None = None
 
 
 class AgentConfig(_Model):

@@ -73,6 +73,10 @@ def _check(d: dict[str, Any], at: str) -> None:
         if not mod or not attr:
             msg = f"expected a function path like 'package.module:function', got {path!r}"
             raise ConfigError(f"{at}.config.function: {msg}", errors=[(f"{at}.config.function", msg)])
+    elif kind == "a2a":
+        from .a2a import parse_descriptor as parse_a2a
+
+        parse_a2a(d, at)
     elif kind in ("agent", "rulechain"):
         from .descriptors import AgentToolOptions, RuleChainToolOptions, validate_part
 

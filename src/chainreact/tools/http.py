@@ -83,7 +83,8 @@ def _str_value(v: Any) -> str:
     return str(v)
 
 
-def _auth_headers(auth: HttpAuth | None) -> dict[str, str]:
+def auth_headers(auth: HttpAuth | None) -> dict[str, str]:
+    """The request headers of an `auth` part (bearer, header, basic); also the a2a tool's."""
     if auth is None:
         return {}
     if auth.type == "bearer":
@@ -319,7 +320,7 @@ def create_http_tool(descriptor: Any, where: str | None = None) -> HttpTool:
         raw = {**raw, "auth": d["auth"]}  # a descriptor-level auth (older form) counts as execution.auth
     execution = validate_part(HttpExecution, raw, at)
     headers = {str(k): _str_value(v) for k, v in execution.headers.items()}
-    auth = _auth_headers(execution.auth)
+    auth = auth_headers(execution.auth)
     # Header names are case-insensitive: an auth header replaces a plain header of the same name.
     lowered = {k.lower() for k in auth}
     headers = {k: v for k, v in headers.items() if k.lower() not in lowered} | auth
