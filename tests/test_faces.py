@@ -16,7 +16,8 @@ from tests.test_import_graph import PKG, Scan, _modules, package_of, scan, scan_
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 SECTION = "## Faces and seams"
-_PATH = re.compile(r"`([a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*(?:\.py|/))`")  # names may hold digits (tools/a2a.py)
+# a backticked module path; names may hold digits (tools/a2a.py)
+_PATH = re.compile(r"`([a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*(?:\.py|/))`")
 
 
 def documented_seams(text: str) -> set[str]:
