@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,8 +26,13 @@ from .openai_api import agent_input, agui, error, respond, respond_batches
 from .runs_registry import RegistryClosed, RunRegistry, agent_session
 from .sessions import session_input, session_key, until_end_or_disconnect
 
+if TYPE_CHECKING:
+    from ..types import Event
+    from .catalog import Entry
+    from .runs_registry import LiveRun
 
-async def run_options(request: Request, registry: RunRegistry, entry: Any, tools: Any, choice: Any,
+
+async def run_options(request: Request, registry: RunRegistry, entry: Entry, tools: Any, choice: Any,
                       fmt: Any, fmt_field: str) -> RunOptions | Response | None:
     """The request's client tools, tool choice and response format as RunOptions (None: none asked for),
     or the 400 that says what is wrong."""
@@ -42,9 +47,9 @@ async def run_options(request: Request, registry: RunRegistry, entry: Any, tools
     return options
 
 
-async def start_agent_run(request: Request, registry: RunRegistry, entry: Any, messages: list[dict[str, Any]],
-                          key: str | None, options: RunOptions | None, stream: bool,
-                          results: Any = None) -> Any:
+async def start_agent_run(request: Request, registry: RunRegistry, entry: Entry,
+                          messages: list[dict[str, Any]], key: str | None, options: RunOptions | None,
+                          stream: bool, results: Any = None) -> LiveRun | Response:
     """The LiveRun answering this request (listened to), or the Response that refuses it. `results`: the
     request's trailing tool results (client_tools.tool_results / output_results); when they answer a
     waiting run of this agent, that run goes on with them, else a new run starts on `messages` (after
@@ -80,8 +85,8 @@ class _Refused(Exception):
         self.response = response
 
 
-async def _continue(registry: RunRegistry, entry: Any, run_id: str, answers: dict[str, Any],
-                    options: RunOptions | None, keep: Any) -> Any:
+async def _continue(registry: RunRegistry, entry: Entry, run_id: str, answers: dict[str, Any],
+                    options: RunOptions | None, keep: Callable[[Event], bool] | None) -> LiveRun | None:
     """The waiting run `run_id` resumed with the client's tool results, or None when no such run is known
     here (a plain conversation then)."""
     from ..state import RunConflictError, RunNotFoundError, StateError
@@ -107,7 +112,7 @@ async def _continue(registry: RunRegistry, entry: Any, run_id: str, answers: dic
         raise _Refused(error(400, f"tool results: {e}", code="invalid_tool_results")) from None
 
 
-async def agent_batches(registry: RunRegistry, live: Any, model: str, *, texts: bool = True
+async def agent_batches(registry: RunRegistry, live: LiveRun, model: str, *, texts: bool = True
                         ) -> AsyncIterator[list[Frame]]:
     """The run's events as frames, in the batches they were ready in (one write each). `texts=False`
     leaves the text deltas out (the answer comes whole in Done: a response format's answer is sent once
@@ -135,7 +140,7 @@ async def agent_batches(registry: RunRegistry, live: Any, model: str, *, texts: 
         yield [Failed(live.error)]
 
 
-async def answer_or_leave(request: Request, registry: RunRegistry, live: Any, work: Any) -> Response:
+async def answer_or_leave(request: Request, registry: RunRegistry, live: LiveRun, work: Any) -> Response:
     """A response that is not streamed: Starlette does not notice a client that leaves, so watch for it
     and cancel the run then (499)."""
     answering = asyncio.ensure_future(work)
@@ -145,7 +150,7 @@ async def answer_or_leave(request: Request, registry: RunRegistry, live: Any, wo
     return resp
 
 
-async def agent_chat(request: Request, registry: RunRegistry, entry: Any, body: dict[str, Any],
+async def agent_chat(request: Request, registry: RunRegistry, entry: Entry, body: dict[str, Any],
                      model: str, stream: bool) -> Response:
     """A chat completion of agent `entry` (see the module doc): `tools`, `tool_choice` and
     `response_format` apply to the run."""

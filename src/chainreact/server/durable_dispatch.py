@@ -51,6 +51,9 @@ from .durable_runs import FORMAT, DurableAgentRun, LeftRunning
 from .runs_registry import LiveRun, RunRegistry
 
 if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..state import RunRecord, Store
+    from .catalog import Catalog
     from .config import ServerConfig
 
 log = logging.getLogger("chainreact.server.durable")
@@ -58,7 +61,7 @@ log = logging.getLogger("chainreact.server.durable")
 DESCRIBE_TIMEOUT = 5.0
 
 
-def install(config: ServerConfig, catalog: Any, registry: RunRegistry,
+def install(config: ServerConfig, catalog: Catalog, registry: RunRegistry,
             spawn: Callable[[Any], Any]) -> TemporalDispatcher | None:
     """The Temporal dispatcher of `registry` when the app was made with `temporal=ADDRESS` (with
     `task_queue`, `namespace`, `heartbeat_timeout`, and `state`, which it needs), else None. The caller
@@ -89,7 +92,7 @@ class TemporalDispatcher:
 
     kinds = frozenset({"agent", "chain", "flow"})
 
-    def __init__(self, catalog: Any, address: str, task_queue: str, *, namespace: str = "default",
+    def __init__(self, catalog: Catalog, address: str, task_queue: str, *, namespace: str = "default",
                  spawn: Callable[[Any], Any] | None = None, heartbeat_timeout: float | None = None):
         self.catalog = catalog
         self.heartbeat_timeout = heartbeat_timeout
@@ -117,9 +120,11 @@ class TemporalDispatcher:
                             options=options)
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         """The registry's state store (opened at startup), which the workers write to."""
-        return self.registry.store if self.registry is not None else None
+        if self.registry is None:
+            raise ConfigError("the Temporal dispatcher has no run registry: install() gives it one")
+        return self.registry.db
 
     @property
     def closing(self) -> bool:
@@ -179,11 +184,11 @@ class TemporalDispatcher:
         handle.on_events = functools.partial(_seen, live)
         return registry.launch(live, functools.partial(self._save_end, live, handle), listen)
 
-    def owns(self, record: Any) -> bool:
+    def owns(self, record: RunRecord) -> bool:
         snap = record.snapshot
         return isinstance(snap, dict) and snap.get("format") == FORMAT
 
-    async def resume(self, registry: RunRegistry, record: Any, target: str, obj: Any,
+    async def resume(self, registry: RunRegistry, record: RunRecord, target: str, obj: Agent,
                      answers: dict[str, Any], *, detached: bool) -> LiveRun:
         from ..durable import DurableRunError
         from ..state import StateError
@@ -216,7 +221,8 @@ class TemporalDispatcher:
         run = await self.agent("").get(run_id)
         await run.cancel(mode, timeout=timeout)
 
-    async def amend_view(self, view: dict[str, Any], record: Any, live: LiveRun | None) -> dict[str, Any]:
+    async def amend_view(self, view: dict[str, Any], record: RunRecord,
+                         live: LiveRun | None) -> dict[str, Any]:
         snap = record.snapshot if isinstance(record.snapshot, dict) else {}
         view["durable"] = True
         if view.get("target") is None:  # the workers' records name the agent, not its catalog id

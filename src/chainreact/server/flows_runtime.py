@@ -49,12 +49,12 @@ class FlowRuntime:
 
     def __init__(self, ctx: FlowHost):
         self.ctx = ctx
-        self._store: Any = None
+        self._store: Store | None = None
         self._own_store = False
         self._lock = asyncio.Lock()
         self._bound: dict[str, Any] = {}
 
-    async def store(self) -> Any:
+    async def store(self) -> Store:
         async with self._lock:
             if self._store is None:
                 from ..state import open_store

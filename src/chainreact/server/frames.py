@@ -17,11 +17,16 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from ..types import ToolCall, Usage
+from ..types import Event, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..chains import End, RuleEngine, RuleMsg
+    from ..types import Final, Interrupted, ReasoningDelta, TextDelta, ToolCallEvent, ToolResultEvent
 
 log = logging.getLogger("chainreact.server")
 
@@ -74,7 +79,7 @@ class Trace:
 Frame = Text | Reasoning | Tool | Done | Calls | Failed | Trace
 
 
-async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[Frame]:
+async def agent_frames(agent: Agent, data: Any, *, stream: bool) -> AsyncIterator[Frame]:
     """An agent's run as frames. Closing the iterator early (a client went away) cancels the run."""
     model = agent.config.model
     if not stream:
@@ -94,10 +99,10 @@ async def agent_frames(agent: Any, data: Any, *, stream: bool) -> AsyncIterator[
     except Exception as e:
         yield Failed(_error_text(e))
     finally:
-        await gen.aclose()
+        await gen.aclose()  # type: ignore[attr-defined]  # Agent.stream gives an async generator
 
 
-def event_frame(e: Any, model: str) -> Frame | None:
+def event_frame(e: Event, model: str) -> Frame | None:
     """The frame of one agent event (None: the event has no frame)."""
     kind = _KINDS.get(type(e))
     if kind is None:
@@ -108,25 +113,29 @@ def event_frame(e: Any, model: str) -> Frame | None:
     # the answer: its result reaches the caller as the tool's result. Its tool calls are shown.
     if len(e.path) > 1 and kind != _TOOL_CALL and kind != _TOOL_RESULT:
         return None
+    # `kind` says which event class `e` is (the casts only tell mypy; they cost a call, no check).
     if kind == _TEXT:
-        return Text(e.text)
+        return Text(cast("TextDelta", e).text)
     if kind == _REASONING:
-        return Reasoning(e.text)
+        return Reasoning(cast("ReasoningDelta", e).text)
     if kind == _TOOL_CALL:
-        return Tool({"type": "TOOL_CALL_START", "toolCallId": e.call.id, "toolName": e.call.name,
-                     "arguments": _args(e.call.arguments), "path": list(e.path)})
+        call = cast("ToolCallEvent", e).call
+        return Tool({"type": "TOOL_CALL_START", "toolCallId": call.id, "toolName": call.name,
+                     "arguments": _args(call.arguments), "path": list(e.path)})
     if kind == _TOOL_RESULT:
-        return Tool({"type": "TOOL_CALL_RESULT", "toolCallId": e.call_id, "toolName": e.name,
-                     "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms,
+        r = cast("ToolResultEvent", e)
+        return Tool({"type": "TOOL_CALL_RESULT", "toolCallId": r.call_id, "toolName": r.name,
+                     "content": r.content, "isError": r.is_error, "durationMs": r.duration_ms,
                      "path": list(e.path)})
     if kind == _FINAL:
-        return Done(e.content, e.usage, model)
+        final = cast("Final", e)
+        return Done(final.content, final.usage, model)
     if kind == _CANCELLED:
         return Failed("the run was cancelled")
-    return interrupted(e.run_id, e.questions)
+    return interrupted(e.run_id, cast("Interrupted", e).questions)
 
 
-def answer_event(e: Any) -> bool:
+def answer_event(e: Event) -> bool:
     """Whether event `e` can make a frame other than Tool (the frames a client gets unless it asked for
     tool frames: X-Stream-Protocol: agui)."""
     kind = _KINDS.get(type(e))
@@ -135,7 +144,7 @@ def answer_event(e: Any) -> bool:
     return kind != _NO_FRAME and kind != _TOOL_CALL and kind != _TOOL_RESULT
 
 
-def tool_frame(e: Any) -> Tool | None:
+def tool_frame(e: Event) -> Tool | None:
     """The Tool frame of agent event `e` when it is a tool call or result (as `event_frame` makes it for an
     agent's agui stream), else None: for streams whose text comes from elsewhere (a flow's agent nodes,
     whose model text is their JSON answer)."""
@@ -151,7 +160,7 @@ _NO_FRAME, _TEXT, _REASONING, _TOOL_CALL, _TOOL_RESULT, _FINAL, _CANCELLED, _INT
 _KINDS: dict[type, int] = {}
 
 
-def _kind(e: Any) -> int:
+def _kind(e: Event) -> int:
     from ..types import events as ev
 
     for cls, kind in ((ev.TextDelta, _TEXT), (ev.ReasoningDelta, _REASONING), (ev.ToolCallEvent, _TOOL_CALL),
@@ -173,7 +182,7 @@ def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:
                   {"run_id": run_id, "resume": resume, "questions": questions})
 
 
-async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stream: bool,
+async def chain_frames(engine: RuleEngine, chain_id: str, body: dict[str, Any], *, stream: bool,
                        metadata: dict[str, str] | None = None, durable: Any = None,
                        run_id: str | None = None, trace: bool = False) -> AsyncIterator[Frame]:
     """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
@@ -195,7 +204,7 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
     msg = RuleMsg(type="chat.completions", data=orjson.dumps(body).decode(), metadata=meta)
     queue: asyncio.Queue[Frame | None] = asyncio.Queue()
 
-    def on_stream(m: Any) -> None:
+    def on_stream(m: RuleMsg) -> None:
         md = m.metadata
         if md.get("error") == "true" or md.get("stream_completed") == "true":
             return  # the error arrives as a Failure end; completion as the Success end
@@ -247,9 +256,9 @@ async def chain_frames(engine: Any, chain_id: str, body: dict[str, Any], *, stre
 RUN_CANCELLED = "run_cancelled"  # Failed.code of a durable chain run cancelled by someone else
 
 
-async def _durable_chain(durable: Any, chain_id: str, msg: Any, run_id: str | None,
-                         on_stream: Callable[[Any], None] | None,
-                         on_trace: Callable[[Any], None] | None = None) -> list[Any]:
+async def _durable_chain(durable: Any, chain_id: str, msg: RuleMsg, run_id: str | None,
+                         on_stream: Callable[[RuleMsg], None] | None,
+                         on_trace: Callable[[Any], None] | None = None) -> list[End]:
     run = await durable.start_chain(chain_id, msg, run_id=run_id, stream=on_stream is not None,
                                     trace=on_trace is not None)
     try:

@@ -123,7 +123,7 @@ def routes(ctx: ServerContext) -> list[Route]:
 
         named = previous_of(prev)
         view = await registry.view(named[1]) if named is not None and named[0] == "run" else None
-        rec = await registry.store.get_run(view["id"]) if view is not None else None
+        rec = await registry.db.get_run(view["id"]) if view is not None else None
         key = getattr(request.state, "key", None)
         if view is None or rec is None or rec.snapshot is None or \
                 (key is not None and not key.allows("read", view["target"])):

@@ -28,10 +28,17 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import Event
 from .run_events import EventWriter, fan_out_event
+
+if TYPE_CHECKING:
+    from ..agent import Agent, Checkpoint, RunOptions, RunResult
+    from ..agent.interrupt import CheckpointFn
+    from ..chains import RuleEngine
+    from ..state import RunRecord, Store
+    from ..state.runs import StoreCheckpointer
 
 log = logging.getLogger("chainreact.server.runs")
 
@@ -69,17 +76,18 @@ class RunDispatcher(Protocol):
               session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
         """Start it and return the LiveRun (made with `registry.launch`), at once: the work is in its task."""
 
-    def owns(self, record: Any) -> bool:
+    def owns(self, record: RunRecord) -> bool:
         """Whether a stored run record (state store) is one of this dispatcher's runs."""
 
-    async def resume(self, registry: RunRegistry, record: Any, target: str, obj: Any,
+    async def resume(self, registry: RunRegistry, record: RunRecord, target: str, obj: Agent,
                      answers: dict[str, Any], *, detached: bool) -> LiveRun:
         """Answer an interrupted run of ours and follow it again; StateError for refused answers."""
 
     async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
         """Cancel a run of ours that this process is not following (ValueError: unknown mode)."""
 
-    async def amend_view(self, view: dict[str, Any], record: Any, live: LiveRun | None) -> dict[str, Any]:
+    async def amend_view(self, view: dict[str, Any], record: RunRecord,
+                         live: LiveRun | None) -> dict[str, Any]:
         """GET /api/v1/runs/{id} for a run of ours: status and result where the record lacks them."""
 
     async def run(self, kind: str, obj: Any, data: Any) -> Any:
@@ -107,10 +115,10 @@ class _KeepInterrupted:
     """The checkpointer of a run that is not kept: saves only its `interrupted` safe point, so a run that
     stops to ask can be resumed (and costs nothing otherwise)."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: CheckpointFn):
         self.inner = inner
 
-    async def __call__(self, cp: Any) -> None:
+    async def __call__(self, cp: Checkpoint) -> None:
         if cp.point == "interrupted":
             await self.inner(cp)
 
@@ -150,7 +158,7 @@ class RunRegistry:
 
     def __init__(self, *, grace: float = 30.0, sessions: bool = False, persist_chats: bool = False,
                  prune: Pruning | None = None):
-        self.store: Any = None
+        self.store: Store | None = None
         self.grace = grace
         self.sessions = sessions
         self.persist_chats = persist_chats
@@ -162,12 +170,22 @@ class RunRegistry:
         # Runs handed elsewhere instead of run in process (`serve --temporal`: server/durable_dispatch.py).
         self.dispatcher: RunDispatcher | None = None
 
+    @property
+    def db(self) -> Store:
+        """The state store, once open (the runs routes open it when the app starts)."""
+        if self.store is None:
+            from ..state import StateError
+
+            raise StateError("the server's state store is not open yet: it opens when the app starts")
+        return self.store
+
     # ------------------------------------------------------------------ starting
 
-    def start_agent(self, agent: Any, target: str, data: Any, *, session: str | None = None,
+    def start_agent(self, agent: Agent, target: str, data: Any, *, session: str | None = None,
                     detached: bool = False, persist: bool = True, stream: bool = True,
                     listen: bool = False, events: bool = True, resumable: bool = False,
-                    keep: Callable[[Event], bool] | None = None, options: Any = None) -> LiveRun:
+                    keep: Callable[[Event], bool] | None = None,
+                    options: RunOptions | None = None) -> LiveRun:
         """Start `agent` on `data` in the background; `listen` subscribes a queue (live.listeners[0])
         before the first event can be produced, which gets the events `keep` accepts (default: all; a
         listener that wakes only for what it uses costs less). `persist`: checkpoints and final status
@@ -189,7 +207,7 @@ class RunRegistry:
         live = LiveRun(handle.run_id, target, session, detached, persist, handle, log_events=events)
         return self._launch(live, functools.partial(self._save_end, live, agent, ckpt), listen, keep)
 
-    def start_chain(self, engine: Any, chain_id: str, body: dict[str, Any], *, detached: bool = False,
+    def start_chain(self, engine: RuleEngine, chain_id: str, body: dict[str, Any], *, detached: bool = False,
                     session: str | None = None, metadata: dict[str, str] | None = None) -> LiveRun:
         """Start rule chain `chain_id` on an OpenAI chat request `body` (message `metadata`: its session)
         in the background (runs_chains.py); its events are logged and its end saved like an agent run's
@@ -206,9 +224,10 @@ class RunRegistry:
         live = LiveRun(handle.run_id, chain_id, session, detached, True, handle, kind="chain")
         return self._launch(live, functools.partial(self.save_chain_end, live), False)
 
-    async def resume_agent(self, agent: Any, target: str, run_id: str, answers: dict[str, Any], *,
+    async def resume_agent(self, agent: Agent, target: str, run_id: str, answers: dict[str, Any], *,
                            detached: bool = False, listen: bool = False, events: bool = True,
-                           keep: Callable[[Event], bool] | None = None, options: Any = None) -> LiveRun:
+                           keep: Callable[[Event], bool] | None = None,
+                           options: RunOptions | None = None) -> LiveRun:
         """Go on with an interrupted run (or one whose process died) in the background. Raises the
         store's errors (StateError for refused answers, RunConflictError when claimed elsewhere).
         Arguments as for `start_agent`; without `options` the run keeps those it was started with."""
@@ -221,7 +240,7 @@ class RunRegistry:
         if run_id in self.live:
             raise RunConflictError(f"run {run_id!r} is running in this server: cancel it or wait for it")
         self.stopped.pop(run_id, None)  # running again: not pruned while it runs
-        before = await self.store.get_run(run_id)
+        before = await self.db.get_run(run_id)
         if self.dispatcher is not None and before is not None and self.dispatcher.owns(before):
             return await self.dispatcher.resume(self, before, target, agent, answers, detached=detached)
         resume, ckpt = await claim_resume(agent, self.store, run_id, answers)
@@ -272,7 +291,7 @@ class RunRegistry:
                     and result.stop_reason != "interrupted":
                 from ..state.runs import session_messages
 
-                await self.store.append(live.session, session_messages(result.messages))
+                await self.db.append(live.session, session_messages(result.messages))
             if live.persist:  # last: a follower that sees the final status has everything else
                 await save_end(result, error)
         except Exception:
@@ -309,10 +328,11 @@ class RunRegistry:
             status = "failed"
         await save_snapshot(self.store, RunSnapshot(live.run_id, status, session=live.session, extra=extra))
 
-    async def _save_end(self, live: LiveRun, agent: Any, ckpt: Any, result: Any,
-                        error: BaseException | None) -> None:
+    async def _save_end(self, live: LiveRun, agent: Agent, ckpt: StoreCheckpointer | None,
+                        result: RunResult | None, error: BaseException | None) -> None:
         from ..state.checkpoint import RunSnapshot, save_snapshot
 
+        assert ckpt is not None  # a persisted run has a checkpointer (start_agent, resume_agent)
         if result is not None:
             await ckpt.finish(result, live.run_id, agent.name)
             return
@@ -336,7 +356,7 @@ class RunRegistry:
             doomed.append(run_id)
         for run_id in doomed:
             del self.stopped[run_id]
-            await self.store.delete_run(run_id)
+            await self.db.delete_run(run_id)
         return len(doomed)
 
     async def prune_forever(self) -> None:
@@ -404,7 +424,7 @@ class RunRegistry:
         while True:
             live = self.live.get(run_id)
             wake = live.wake if live is not None else None
-            batch = await self.store.events(run_id, after=after, limit=500)
+            batch = await self.db.events(run_id, after=after, limit=500)
             for ev in batch:
                 after = ev.id
                 yield ev
@@ -416,7 +436,7 @@ class RunRegistry:
                 except TimeoutError:
                     pass
                 continue
-            rec = await self.store.get_run(run_id)
+            rec = await self.db.get_run(run_id)
             if rec is None or (rec.status != "running" and rec.last_event_id <= after):
                 return
             # running in the store but not here: another process (or one that died); poll
@@ -426,7 +446,7 @@ class RunRegistry:
     async def view(self, run_id: str) -> dict[str, Any] | None:
         """What GET /api/v1/runs/{id} answers: status, result, error, questions (None: no such run)."""
         live = self.live.get(run_id)
-        rec = await self.store.get_run(run_id) if self.store is not None else None
+        rec = await self.db.get_run(run_id) if self.store is not None else None
         if rec is None and live is None:
             return None
         snap = (rec.snapshot if rec is not None else None) or {}

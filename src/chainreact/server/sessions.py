@@ -87,7 +87,7 @@ async def session_input(registry: RunRegistry, key: str | None, messages: list[d
     """The agent's input: the request's messages, after the session's history when there is one."""
     if key is None or not registry.sessions:
         return {"messages": messages}
-    return {"messages": merge_history(await registry.store.history(key), messages)}
+    return {"messages": merge_history(await registry.db.history(key), messages)}
 
 
 async def until_end_or_disconnect(request: Request, registry: RunRegistry, live: Any,

@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..types import Message
 from .checkpoint import RUN_STATUSES  # the snapshot owns the statuses; re-exported here
@@ -19,6 +19,9 @@ from .codec import drop_orphan_results, dumps, estimate_tokens, loads, message_f
 from .embeddings import Embedder, fuse, pack, rank
 from .errors import RunNotFoundError, StateError
 from .url import StoreURL
+
+if TYPE_CHECKING:
+    from ..agent import Agent, RunResult
 
 MEMORY_TYPES = ("semantic", "episodic", "procedural")
 GLOBAL = "global"
@@ -341,15 +344,15 @@ class Store(abc.ABC):
                 from None
         return await self._save_run(run_id, data, status, agent, session, expect_version, time.time())
 
-    async def run_agent(self, agent: Any, input: Any = None, *, session: str | None = None,
-                        **kwargs: Any) -> Any:
+    async def run_agent(self, agent: Agent, input: Any = None, *, session: str | None = None,
+                        **kwargs: Any) -> RunResult:
         """`agent.run(input)` checkpointed here (state/runs.py `run_with_store`)."""
         from .runs import run_with_store
 
         return await run_with_store(agent, self, input, session=session, **kwargs)
 
-    async def resume_run(self, agent: Any, run_id: str, answers: dict[str, Any] | None = None,
-                         **kwargs: Any) -> Any:
+    async def resume_run(self, agent: Agent, run_id: str, answers: dict[str, Any] | None = None,
+                         **kwargs: Any) -> RunResult:
         """Go on with a saved run (state/runs.py `resume_with_store`); `Agent.resume(..., store=)`."""
         from .runs import resume_with_store
 
