@@ -266,10 +266,10 @@ async def _cancel_waiting(registry: RunRegistry, run_id: str) -> None:
     """An input-required task cancelled: its stored run ends `cancelled` (it waited; nothing runs)."""
     from ..state.checkpoint import RunSnapshot, save_snapshot
 
-    rec = await registry.store.get_run(run_id)
+    rec = await registry.db.load_run(run_id)  # RunNotFoundError naming it, if it went meanwhile
     snap = RunSnapshot.from_dict(rec.snapshot)
     snap.status, snap.questions = "cancelled", []
-    await save_snapshot(registry.store, snap, expect_version=rec.version)
+    await save_snapshot(registry.db, snap, expect_version=rec.version)
 
 
 async def _sse(rid: Any, events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
