@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server.ops_support import serve
+from tests.server.ops_support import key, serve
 from tests.server.runs_helpers import agent_doc
 
 
@@ -117,3 +117,26 @@ def test_malformed_responses_input_items_are_400_with_the_fields_path(helper: An
     resp = httpx.post(f"{helper.url}/v1/responses", json={"model": "helper", "input": items}, timeout=30)
     assert resp.status_code == 400, resp.text
     assert resp.json()["error"]["param"] == path and resp.json()["error"]["message"].startswith(path + " ")
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "probe", "version": "0"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["per key", "per address"])
+def test_mcp_obeys_the_rate_limit(fake_llm: Any, tmp_path: Path, keyed: bool) -> None:
+    # Before: /mcp had its own guard, which checked the key and nothing else: no 429 ever.
+    pytest.importorskip("mcp")
+    llm = fake_llm([])
+    keys = {"keys": [key("ui", "ui-key", rateLimit="2/minute")]} if keyed else None
+    headers = {**MCP_HEADERS, "Authorization": "Bearer ui-key"} if keyed else MCP_HEADERS
+    with serve(tmp_path / "s", {"helper.json": agent_doc(llm.url)}, keys=keys,
+               rate_limit=None if keyed else "2/minute") as srv:
+        answers = [httpx.post(srv.url + "/mcp", json=INIT, headers=headers, timeout=30) for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 429], [a.text for a in answers]
+        assert answers[2].json()["error"]["code"] == "rate_limit_exceeded"
+        assert int(answers[2].headers["retry-after"]) >= 1
+        if keyed:  # a refused key spends nothing, and an unknown one is still 401
+            assert httpx.post(srv.url + "/mcp", json=INIT, headers=MCP_HEADERS).status_code == 401

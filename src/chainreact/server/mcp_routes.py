@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
+from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from .catalog import Entry
@@ -200,7 +201,8 @@ def _manager(ctx: ServerContext) -> Any:
 
 
 class _Guard:
-    """The API-key check in front of the SDK's ASGI handler (a class: Starlette passes it raw ASGI)."""
+    """The API-key check and the app's request checks (rate limits) in front of the SDK's ASGI handler (a
+    class: Starlette passes it raw ASGI), as ServerContext.guard does for the other routes."""
 
     def __init__(self, ctx: ServerContext, app: Any):
         self.ctx = ctx
@@ -208,6 +210,7 @@ class _Guard:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         keys = self.ctx.keys
+        key = None
         if keys is not None:
             auth = next((v.decode("latin-1") for k, v in scope.get("headers", ())
                          if k == b"authorization"), "")
@@ -222,6 +225,13 @@ class _Guard:
                 await send({"type": "http.response.body", "body": body})
                 return
             scope[KEY_SCOPE] = key
+        if self.ctx.checks:
+            request = Request(scope, receive)
+            request.state.key = key
+            for check in self.ctx.checks:
+                if (refused := check(request)) is not None:
+                    await refused(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
 
