@@ -151,3 +151,5 @@ def test_warning_when_binding_beyond_loopback_without_keys(tmp_path: Path) -> No
 def test_bad_rate_limit_flag_is_refused_before_loading(tmp_path: Path) -> None:
     proc = _serve_cli(tmp_path, "--rate-limit", "lots")
     assert proc.returncode != 0 and "--rate-limit" in proc.stderr and "N/minute" in proc.stderr
+    proc = _serve_cli(tmp_path, "--login-rate-limit", "0/minute")
+    assert proc.returncode != 0 and "--login-rate-limit" in proc.stderr and "N >= 1" in proc.stderr

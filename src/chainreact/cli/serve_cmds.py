@@ -45,10 +45,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 raise UsageError(f"serve {flag} {choice}: {choice} is not installed ({exc}); "
                                  "pip install 'chainreact[server]' installs it where it is available"
                                  ) from None
-    if args.rate_limit:
+    if args.rate_limit or args.login_rate_limit:
         from ..server.ratelimit import parse_rate
 
-        parse_rate(args.rate_limit, "--rate-limit")  # refused before anything loads
+        for flag, rate in (("--rate-limit", args.rate_limit), ("--login-rate-limit", args.login_rate_limit)):
+            if rate:
+                parse_rate(rate, flag)  # refused before anything loads
     catalog = Catalog.load(args.paths, globals=build_globals(args.globals, args.globals_file))
     keys = KeyStore.load(args.keys) if args.keys else None
     users = _users(args)
@@ -97,6 +99,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         runs_max=args.runs_max, temporal=args.temporal or None, task_queue=args.task_queue,
         namespace=args.namespace, heartbeat_timeout=args.heartbeat_timeout if args.temporal else None,
         users=users, secret=args.secret, token_ttl=args.token_ttl,
+        **({"login_rate_limit": args.login_rate_limit} if args.login_rate_limit else {}),
         access_log=args.access_log, watch=watch, host=args.host, port=args.port, loop=args.loop,
         http=args.http, forwarded_allow_ips=args.forwarded_allow_ips)
     app = create_app(catalog, server_config)
@@ -202,6 +205,9 @@ def register(add: AddCommand) -> None:
                                     "per process)")
     p.add_argument("--token-ttl", type=int, default=3600,
                    help="login token lifetime in seconds (default 3600)")
+    p.add_argument("--login-rate-limit", metavar="N/PERIOD",
+                   help="login attempts allowed per client address and per user name (default 10/minute; "
+                        "'unlimited' turns it off)")
     p.add_argument("--hash-password", metavar="PASSWORD",
                    help="print a scrypt hash of PASSWORD for the users: section, and exit")
     add_globals(p)

@@ -28,6 +28,7 @@ from .users import DEFAULT_TOKEN_TTL, UserStore
 DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT = 60.0  # seconds to receive a whole request body
 DEFAULT_TASK_QUEUE = "chainreact"  # as `chainreact worker`'s default
+DEFAULT_LOGIN_RATE = "10/minute"  # login attempts per client address, and per user name
 
 
 class ServerOptionError(ConfigError, TypeError):
@@ -58,6 +59,8 @@ class ServerConfig:
     users: UserStore | None = None  # None: POST /api/v1/login answers 404
     secret: str | bytes | None = None  # signs login tokens; None: $CHAINREACT_SECRET, else random
     token_ttl: int | None = DEFAULT_TOKEN_TTL  # seconds a login token lives
+    # Login attempts per client address and per user name ("unlimited" or None: no limit; login.py).
+    login_rate_limit: str | Rate | None = DEFAULT_LOGIN_RATE
     # Operations (ops.py, metrics.py, accesslog.py, watch.py).
     metrics: bool = True  # GET /metrics and the counters behind it
     access_log: bool = False  # one JSON line per request on the `chainreact.server.access` logger
@@ -96,5 +99,5 @@ def check_options(options: Mapping[str, Any]) -> None:
                                 errors=[(name, hint[2:])])
 
 
-__all__ = ["DEFAULT_BODY_LIMIT", "DEFAULT_BODY_TIMEOUT", "DEFAULT_TASK_QUEUE", "OPTION_NAMES", "ServerConfig",
-           "ServerOptionError", "check_options"]
+__all__ = ["DEFAULT_BODY_LIMIT", "DEFAULT_BODY_TIMEOUT", "DEFAULT_LOGIN_RATE", "DEFAULT_TASK_QUEUE",
+           "OPTION_NAMES", "ServerConfig", "ServerOptionError", "check_options"]

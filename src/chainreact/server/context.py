@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .durable_dispatch import TemporalDispatcher
     from .flows_runtime import FlowRuntime
     from .metrics import ServerMetrics
-    from .ratelimit import RateLimiter
+    from .ratelimit import Rate, RateLimiter
     from .runs_registry import RunRegistry
     from .users import UserStore
     from .watch import CatalogWatcher
@@ -38,17 +38,17 @@ MAX_IDENT = 256
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-class _TooLarge(Exception):
-    pass
+class BodyTooLarge(Exception):
+    """A request body past its limit (read_body)."""
 
 
 async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
     """The body, refused past `limit` bytes whether or not the client declared its length, and past
     `timeout` seconds in all (uvicorn has no body read timeout: a client trickling bytes would hold the
-    request open for ever); raises TimeoutError then."""
+    request open for ever): BodyTooLarge, TimeoutError."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
+        raise BodyTooLarge
 
     async def read() -> bytes:
         chunks: list[bytes] = []
@@ -56,7 +56,7 @@ async def read_body(request: Request, limit: int, timeout: float | None = None) 
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise _TooLarge
+                raise BodyTooLarge
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -84,6 +84,13 @@ def deny(status: int, message: str, code: str, openai_shape: bool, *, status_typ
         type_ = status_type or ("invalid_request_error" if status == 401 else "permission_error")
         return error(status, message, type_, code, headers=headers)
     return JSONResponse({"error": {"message": message, "code": code}}, status_code=status, headers=headers)
+
+
+def rate_limited(rate: Rate, retry: int, openai_shape: bool) -> Response:
+    """The 429 of a request over `rate`, with Retry-After (whole seconds until one is allowed)."""
+    return deny(429, f"rate limit of {rate.count} requests per {rate.period:g} s reached; retry in {retry} s",
+                "rate_limit_exceeded", openai_shape, status_type="requests",
+                headers={"Retry-After": str(retry)})
 
 
 def is_openai_path(path: str) -> bool:
@@ -191,7 +198,7 @@ class ServerContext:
                 try:
                     request.state.body = await read_body(request, limit, body_timeout) \
                         if request.method in ("POST", "PUT", "PATCH") else b""
-                except _TooLarge:
+                except BodyTooLarge:
                     return error(413, f"the request body is larger than the limit of {limit} bytes",
                                  code="body_too_large")
                 except TimeoutError:

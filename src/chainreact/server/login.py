@@ -18,21 +18,31 @@ token is used, so a user removed from the file loses access at the next restart.
 A request sends its token as `X-User-Token: <token>`; when the server has no API keys,
 `Authorization: Bearer <token>` works too (with API keys, Authorization carries the key).
 
-Read here: `ctx.config.users` (a UserStore, users.py), `ctx.config.secret`, `ctx.config.token_ttl`; the
-secret in use is kept at `ctx.login_secret`.
+Guessing is bounded: attempts are limited per client address (before the body is read) and per user name
+(before the password is checked), `login_rate_limit` (10/minute by default, whatever `--rate-limit` says;
+429 with Retry-After). Passwords are checked in worker threads, a few at a time, and an unknown name is
+checked against a decoy hash with the users' own cost parameters (users.decoy_hash): it takes as long as
+a wrong password.
+
+Read here: `ctx.config.users` (a UserStore, users.py), `ctx.config.secret`, `ctx.config.token_ttl`,
+`ctx.config.login_rate_limit`; the secret in use is kept at `ctx.login_secret`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import math
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .context import ServerContext, read_body
+from .context import BodyTooLarge, ServerContext, rate_limited, read_body
+from .ratelimit import RateLimiter, parse_rate
 from .users import (
     DEFAULT_TOKEN_TTL,
     SECRET_ENV,
@@ -45,6 +55,9 @@ from .users import (
     server_secret,
     verify_password,
 )
+
+MAX_LOGIN_BODY = 64 * 1024
+MAX_CHECKS = 4  # password checks at once
 
 
 def _secret(ctx: ServerContext) -> bytes:
@@ -98,22 +111,58 @@ def _fail(status: int, message: str, code: str) -> Response:
     return JSONResponse({"error": {"message": message, "code": code}}, status_code=status)
 
 
+def _limiter(ctx: ServerContext) -> Callable[[str], Response | None]:
+    """The login attempts' own buckets (config.login_rate_limit, on by default, whatever --rate-limit
+    says): `limit("addr:<address>")` / `limit("user:<name>")` is None, or the 429 to answer."""
+    given = ctx.config.login_rate_limit
+    rate = parse_rate(given, "login_rate_limit") if isinstance(given, str) else given
+    if rate is None or rate.count == 0:
+        return lambda who: None
+    buckets = RateLimiter(rate, clock=ctx.config.clock or time.monotonic)
+
+    def limit(who: str) -> Response | None:
+        wait = buckets.take(who, rate)
+        return None if wait == 0.0 else rate_limited(rate, max(1, math.ceil(wait)), False)
+
+    return limit
+
+
 def routes(ctx: ServerContext) -> list[Route]:
+    limit = _limiter(ctx)
+    # Password checks run in worker threads (a scrypt hash holds its thread tens of ms by design), a few at
+    # a time: a flood of logins neither holds the event loop nor takes every thread and 16 MiB per check.
+    checking = asyncio.Semaphore(MAX_CHECKS)
+
     async def login(request: Request) -> Response:
         # No API key needed: the password is the credential (a chat UI's users have no API key).
         users = ctx.config.users
         if users is None:
             return _fail(404, "login is not configured: give the server a users: section in --keys or "
                               "--users (docs/server.md#login)", "login_not_configured")
+        if (refused := limit(f"addr:{request.client.host if request.client else '?'}")) is not None:
+            return refused
         try:
-            body = orjson.loads(await read_body(request, 64 * 1024))
-        except Exception:
+            raw = await read_body(request, MAX_LOGIN_BODY, ctx.body_timeout)
+        except BodyTooLarge:
+            return _fail(413, f"the login body is larger than the limit of {MAX_LOGIN_BODY} bytes",
+                         "body_too_large")
+        except TimeoutError:
+            return _fail(408, f"the request body did not arrive within {ctx.body_timeout:g} s",
+                         "request_timeout")
+        except ClientDisconnect:
+            return Response(status_code=499)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             return _fail(400, 'expected a JSON body {"user": name, "password": password}', "bad_request")
         name = body.get("user", body.get("username")) if isinstance(body, dict) else None
         password = body.get("password") if isinstance(body, dict) else None
         if not isinstance(name, str) or not isinstance(password, str):
             return _fail(400, "'user' and 'password' must be strings", "bad_request")
-        user = users.check(name, password)
+        if (refused := limit(f"user:{name}")) is not None:
+            return refused
+        async with checking:
+            user = await asyncio.to_thread(users.check, name, password)
         if user is None:
             return _fail(401, "wrong user name or password", "invalid_credentials")
         ttl = ctx.config.token_ttl or DEFAULT_TOKEN_TTL

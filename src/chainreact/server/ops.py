@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .context import ServerContext, deny, is_openai_path
+from .context import ServerContext, is_openai_path, rate_limited
 from .ops_http import RequestCallback, RequestObserver
 from .ratelimit import RateLimiter
 
@@ -80,10 +80,7 @@ def _rate_check(limiter: RateLimiter) -> Callable[[Request], Response | None]:
         refused = limiter.refuse(request)
         if refused is None:
             return None
-        rate, retry = refused
-        return deny(429, f"rate limit of {rate.count} requests per {rate.period:g} s reached; "
-                         f"retry in {retry} s", "rate_limit_exceeded", is_openai_path(request.url.path),
-                    status_type="requests", headers={"Retry-After": str(retry)})
+        return rate_limited(*refused, is_openai_path(request.url.path))
 
     return check
 

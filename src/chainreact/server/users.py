@@ -7,13 +7,13 @@ nothing of the server but its errors.
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import hmac
 import logging
 import os
 import secrets
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,12 +64,6 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(got, want)
 
 
-@functools.cache
-def _dummy_hash() -> str:
-    # Checked for unknown names, so an unknown name takes as long as a wrong password.
-    return hash_password(secrets.token_hex(8))
-
-
 @dataclass(frozen=True, slots=True)
 class User:
     name: str
@@ -81,9 +75,19 @@ class User:
         return {"name": self.name, **self.attributes, "id": self.name}
 
 
+def decoy_hash(users: list[User]) -> str:
+    """A hash no password matches, with the scheme and cost parameters most of `users` have (else the
+    defaults): checked for unknown names, so an unknown name costs the same hash as a wrong password."""
+    shapes = Counter(tuple(u.password.split("$")[:-2]) for u in users
+                     if u.password.split("$")[0] in ("scrypt", "pbkdf2_sha256"))
+    shape = shapes.most_common(1)[0][0] if shapes else ("scrypt", *map(str, _SCRYPT))
+    return "$".join((*shape, _b64(secrets.token_bytes(16)), _b64(secrets.token_bytes(32))))
+
+
 class UserStore:
     def __init__(self, users: list[User]):
         self.users = {u.name: u for u in users}
+        self.decoy = decoy_hash(users)
 
     @classmethod
     def load(cls, path: str | Path, *, required: bool = True) -> UserStore | None:
@@ -107,8 +111,10 @@ class UserStore:
         return cls(users)
 
     def check(self, name: str, password: str) -> User | None:
+        """The user, if `password` is theirs. Blocking (a hash of tens of ms by design): the server calls it
+        in a worker thread (login.py)."""
         user = self.users.get(name)
-        ok = verify_password(password, user.password if user else _dummy_hash())
+        ok = verify_password(password, user.password if user else self.decoy)
         return user if ok and user is not None else None
 
 
@@ -167,5 +173,5 @@ def read_token(secret: bytes, token: str, now: float | None = None) -> str | Non
     return str(data["sub"])
 
 
-__all__ = ["DEFAULT_TOKEN_TTL", "SECRET_ENV", "TOKEN_HEADER", "User", "UserStore", "hash_password",
-           "make_token", "read_token", "server_secret", "verify_password"]
+__all__ = ["DEFAULT_TOKEN_TTL", "SECRET_ENV", "TOKEN_HEADER", "User", "UserStore", "decoy_hash",
+           "hash_password", "make_token", "read_token", "server_secret", "verify_password"]
