@@ -101,7 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         users=users, secret=args.secret, token_ttl=args.token_ttl,
         **({"login_rate_limit": args.login_rate_limit} if args.login_rate_limit else {}),
         access_log=args.access_log, watch=watch, host=args.host, port=args.port, loop=args.loop,
-        http=args.http, forwarded_allow_ips=args.forwarded_allow_ips)
+        http=args.http, forwarded_allow_ips=args.forwarded_allow_ips, header_limit=args.header_limit)
     app = create_app(catalog, server_config)
     # SIGTERM/SIGINT begin the runs' grace period; the process exits 0 after a graceful stop.
     uvicorn_server(app, timeout_graceful_shutdown=max(args.grace, 0.001), on_started=tune_gc).run()
@@ -138,6 +138,12 @@ def _positive(text: str) -> float:
     return value
 
 
+def _bytes(text: str) -> int:
+    if not text.isdigit() or int(text) < 1024:
+        raise argparse.ArgumentTypeError(f"must be a whole number of bytes >= 1024, got {text!r}")
+    return int(text)
+
+
 def _count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
@@ -160,6 +166,8 @@ def register(add: AddCommand) -> None:
     p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
     p.add_argument("--keys", help="API keys file (YAML/JSON; see docs/server.md); without it, no auth")
     p.add_argument("--body-limit", type=int, default=10 * 1024 * 1024, help="max request body in bytes")
+    p.add_argument("--header-limit", type=_bytes, default=64 * 1024, metavar="BYTES",
+                   help="max size of a request's line and headers, else 431 (default 65536)")
     p.add_argument("--state", metavar="URL",
                    help="state store for runs and sessions (sqlite:///PATH or postgresql://...; default "
                         "$CHAINREACT_STATE, else runs kept in memory and no sessions)")

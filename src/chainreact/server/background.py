@@ -3,9 +3,10 @@ and a server in a daemon thread on a free loopback port for examples, notebooks 
 (`BackgroundServer`, `serve_in_background`).
 
 For an app made by `create_app`, the process options of its ServerConfig (host, port, loop, http,
-forwarded_allow_ips) configure uvicorn unless given here, and SIGTERM/SIGINT first begin the runs' grace
-period (RunRegistry.begin_shutdown); a second Ctrl-C stops at once; a graceful stop exits 0 (uvicorn
-would re-raise the signal and die by it).
+forwarded_allow_ips, header_limit) configure uvicorn unless given here, and SIGTERM/SIGINT first begin
+the runs' grace period (RunRegistry.begin_shutdown); a second Ctrl-C stops at once; a graceful stop
+exits 0 (uvicorn would re-raise the signal and die by it). uvicorn's protocol is its own with a limit on
+a request's head (head_limit.py).
 """
 
 from __future__ import annotations
@@ -37,13 +38,18 @@ def uvicorn_server(app: Any, *, host: str | None = None, port: int | None = None
     once the server listens (chainreact serve tunes the garbage collector there)."""
     import uvicorn
 
+    from .head_limit import protocol_class
+
     ctx = getattr(getattr(app, "state", None), "ctx", None)
     cfg: ServerConfig = getattr(ctx, "config", None) or ServerConfig()
     config = uvicorn.Config(app, host=host or cfg.host, port=cfg.port if port is None else port,
                             log_level=log_level, lifespan=lifespan, access_log=False,
                             # uvicorn annotates int, but waits with asyncio: any number of seconds.
                             timeout_graceful_shutdown=cast(int | None, timeout_graceful_shutdown),
-                            forwarded_allow_ips=cfg.forwarded_allow_ips, loop=cfg.loop, http=cfg.http)
+                            forwarded_allow_ips=cfg.forwarded_allow_ips, loop=cfg.loop,
+                            # The request head's size limit: h11 enforces it itself, the protocol class
+                            # reads it for httptools (head_limit.py).
+                            http=protocol_class(cfg.http), h11_max_incomplete_event_size=cfg.header_limit)
     return _server_class()(config, getattr(ctx, "runs", None), on_started)
 
 

@@ -6,9 +6,9 @@
 An option that is not a field of `ServerConfig` is refused with a `ServerOptionError` naming it and the
 field it was probably meant to be (`create_app(catalog, acces_log=True)`: did you mean 'access_log'?).
 The app reads its fields as `ctx.config` (server/context.py). The last group (host, port, loop, http,
-forwarded_allow_ips) is the process's, read by the one uvicorn starter (server/background.py), not by
-the app. `chainreact serve`'s other arguments are not server options: the paths and `--global` values make
-the catalog, and `--hash-key` / `--hash-password` print a hash and exit.
+forwarded_allow_ips, header_limit) is the process's, read by the one uvicorn starter
+(server/background.py), not by the app. `chainreact serve`'s other arguments are not server options: the
+paths and `--global` values make the catalog, and `--hash-key` / `--hash-password` print a hash and exit.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .auth import KeyStore
+from .head_limit import DEFAULT_HEADER_LIMIT
 from .ratelimit import Rate
 from .users import DEFAULT_TOKEN_TTL, UserStore
 
@@ -72,6 +73,7 @@ class ServerConfig:
     loop: str = "auto"  # auto | asyncio | uvloop
     http: str = "auto"  # auto | h11 | httptools
     forwarded_allow_ips: str | None = None  # trust X-Forwarded-* from these proxies; None: uvicorn's default
+    header_limit: int = DEFAULT_HEADER_LIMIT  # bytes of a request line and headers, else 431 (head_limit.py)
 
     @classmethod
     def of(cls, config: ServerConfig | None = None, options: Mapping[str, Any] | None = None) -> ServerConfig:
