@@ -157,13 +157,18 @@ def _huge_header(port: int, total: int) -> tuple[bytes, int]:
             s.sendall(b"\r\n\r\n")
         except OSError:  # the server closed the connection on us
             pass
-        answer = b""
-        try:
-            while part := s.recv(65536):
-                answer += part
-        except OSError:
-            pass
-    return answer, sent
+        return _answer(s), sent
+
+
+def _answer(s: socket.socket) -> bytes:
+    """What the server sends until it closes (or resets) the connection."""
+    answer = b""
+    try:
+        while part := s.recv(65536):
+            answer += part
+    except OSError:
+        pass
+    return answer
 
 
 def _head(port: int, size: int, body: bytes = b"", path: bytes = b"/healthz") -> bytes:
@@ -174,13 +179,7 @@ def _head(port: int, size: int, body: bytes = b"", path: bytes = b"/healthz") ->
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
         s.sendall(method + b" " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + length + filler
                   + b"\r\n" + body)
-        answer = b""
-        try:
-            while part := s.recv(65536):
-                answer += part
-        except OSError:
-            pass
-    return answer.split(b"\r\n", 1)[0]
+        return _answer(s).split(b"\r\n", 1)[0]
 
 
 @pytest.mark.parametrize("http", ["httptools", "h11"])
