@@ -18,6 +18,11 @@ from chainreact.server import Catalog, KeyStore, create_app, serve_in_background
 from chainreact.testing import FakeLLM
 
 
+def say(*parts: object) -> None:
+    """print, as one write: the server's access log writes to stdout from its own thread, and print's
+    separate writes of each part could be split by a log line."""
+    sys.stdout.write(" ".join(map(str, parts)) + "\n")
+
 def agent(url: str, prompt: str) -> dict:
     return {"id": "helper", "configuration": {"url": url, "key": "unused", "model": "fake-model",
                                               "systemPrompt": prompt}}
@@ -48,11 +53,13 @@ def run(llm: FakeLLM) -> None:
         auth = {"Authorization": "Bearer sk-demo"}
         ask = {"model": "helper", "messages": [{"role": "user", "content": "Capital of France?"}]}
         r = httpx.post(url + "/v1/chat/completions", json=ask, headers=auth, timeout=60)
-        print("answer:", r.json()["choices"][0]["message"]["content"])
+        say("answer:", r.json()["choices"][0]["message"]["content"])
         httpx.get(url + "/v1/models", headers=auth)
         r = httpx.get(url + "/v1/models", headers=auth)  # the third request within a minute
-        print(f"rate limited: {r.status_code}, Retry-After: {r.headers['retry-after']} s,",
-              r.json()["error"]["code"])
+        # 2/minute: a token every 30 s, so the wait is at most 30 s (29 if a second went by)
+        wait_s = int(r.headers["retry-after"])
+        say(f"rate limited: {r.status_code}, Retry-After: {wait_s} s (<= 30: {0 < wait_s <= 30}), "
+              f"{r.json()['error']['code']}")
 
         # the watched folder: a broken edit is reported, the old version keeps serving
         watcher = app.state.ctx.watcher
@@ -62,14 +69,14 @@ def run(llm: FakeLLM) -> None:
         deadline = time.monotonic() + 15
         while not (problems := httpx.get(url + "/readyz").json()["problems"]) and time.monotonic() < deadline:
             time.sleep(0.05)
-        print("readyz problem:", problems[0].split(": ", 1)[0].rsplit("/", 1)[-1], "->",
+        say("readyz problem:", problems[0].split(": ", 1)[0].rsplit("/", 1)[-1], "->",
               "keeps serving" if "keeps serving" in problems[0] else problems[0])
 
         metrics = httpx.get(url + "/metrics", headers={"Authorization": "Bearer sk-scrape"}).text
         for line in metrics.splitlines():
             if line.startswith(("chainreact_runs_total", "chainreact_model_calls_total",
                                 "chainreact_http_requests_total{method=\"GET\",route=\"/v1/models\"")):
-                print(line)
+                say(line)
 
 
 if __name__ == "__main__":

@@ -368,7 +368,11 @@ async def test_worker_killed_mid_run_while_the_client_streams(temporal_server: D
     lines = _tool_lines(tmp_path)
     assert [n for n, _ in lines] == [0, 1, 2]  # every tool call ran exactly once
     assert lines[0][1] == first.proc.pid and {pid for _, pid in lines[1:]} == {second.proc.pid}
-    assert Counter(requests) == {0: 1, 1: 2, 2: 1, 3: 1}  # only the call in flight ran again
+    # Only the call in flight ran again: the first of it died with its worker. It may have run more than
+    # twice: on a loaded machine a heartbeat of the retried call can miss the 2 s heartbeat timeout, and
+    # a model call is an activity Temporal runs at least once (docs/durable.md).
+    seen = Counter(requests)
+    assert seen[1] >= 2 and {n: c for n, c in seen.items() if n != 1} == {0: 1, 2: 1, 3: 1}
 
 
 def test_temporal_needs_a_state_store(tmp_path: Path) -> None:
