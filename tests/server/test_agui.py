@@ -239,3 +239,28 @@ def test_bad_input_unknown_ids_and_keys(fake_llm: Any, serve: Any) -> None:
     assert r.status_code == 400 and "messages[0].content[0].type" in r.json()["error"]["message"]
     r = httpx.post(srv.url + "/agui/nope", json=agui_input(), headers=auth, timeout=10)
     assert r.status_code == 404
+
+
+def test_thread_id_is_the_session_with_state(fake_llm: Any, serve: Any, tmp_path: Path) -> None:
+    from tests.server.test_chain_sessions import remembering_model
+
+    llm = fake_llm(remembering_model)
+    srv = serve({"helper.json": agent_doc(llm.url)}, state=f"sqlite:///{tmp_path}/s.db")
+    first = {"id": "m1", "role": "user", "content": "My name is Ann."}
+    events = post(srv.url + "/agui/helper", agui_input(thread="ann-thread", messages=[first]))
+    assert text_of(events) == "Hello Ann."
+    # an AG-UI client sends the whole conversation again: the stored part is not counted twice
+    again = [first, {"id": "a1", "role": "assistant", "content": "Hello Ann."},
+             {"id": "m2", "role": "user", "content": "What is my name?"}]
+    events = post(srv.url + "/agui/helper", agui_input(thread="ann-thread", run="r2", messages=again))
+    assert text_of(events) == "Your name is Ann."
+    assert [(m["role"], m["content"]) for m in llm.chat_requests[1].messages] == [
+        ("system", "You help."), ("user", "My name is Ann."), ("assistant", "Hello Ann."),
+        ("user", "What is my name?")]
+    # another thread is another conversation; context goes before the last user message, this run only
+    ctx = [{"description": "page", "value": "settings"}]
+    events = post(srv.url + "/agui/helper",
+                  agui_input("What is my name?", thread="other", run="r3", context=ctx))
+    assert text_of(events) == "I do not know your name."
+    assert [(m["role"], m["content"]) for m in llm.chat_requests[2].messages][1:] == [
+        ("user", "Context from the application:\n- page: settings"), ("user", "What is my name?")]
