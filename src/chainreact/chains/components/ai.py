@@ -10,6 +10,7 @@ takes the same step with another executor); this module is its in-process execut
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -18,7 +19,7 @@ from ...types import Message
 from ..msg import FAILURE, RuleMsg
 from ..sessions import MemorySessionStore, SessionStore, node_session_key, unsent_part
 from ..trace import TIMELINE_EVENTS, agent_events
-from .ai_step import agent_node_step, usage_meta
+from .ai_step import agent_node_step, streamed_content, unstreamed_part, usage_meta
 from .base import Component, NodeConfig, register
 
 if TYPE_CHECKING:
@@ -174,10 +175,17 @@ class AgentNode(Component):
         return {"messages": [*old, {"role": "user", "content": data}]}, len(old)
 
     async def _stream(self, ctx: NodeContext, msg: RuleMsg, agent: Agent, data: Any, model: str) -> RunResult:
+        """The run's frames on Stream as its events come. Each piece of answer text is told once: a
+        `preamble` event repeats text already told (a self-healed detection), a sub-agent's text is not
+        this node's answer, and an answer the model did not stream (a returnDirectly tool's result, an
+        answer settled from a tool result) is told when the run ends. The result's `content` is the text
+        told (ai_step.streamed_content): the Success carries what the consumer received."""
         from ...types import events as ev
 
         run = agent.start(data, stream=True, metadata=msg.metadata)
         sink = agent_events.get()
+        told: list[str] = []
+        answer = ""  # the text told since the run's last tool call: the answer being written
 
         def frame(text: str, **meta: str) -> RuleMsg:
             f = msg.copy()
@@ -186,15 +194,25 @@ class AgentNode(Component):
             f.metadata.update(meta)
             return f
 
+        async def text(piece: str) -> None:
+            told.append(piece)
+            await ctx.tell_stream(frame(piece, chunk="true", model=model, reasoning_content=""))
+
         try:
             async for e in run:
                 if sink is not None and e.type in TIMELINE_EVENTS:
                     sink(self.chain.id, self.node_id, e)
-                if isinstance(e, ev.TextDelta | ev.Preamble):
-                    await ctx.tell_stream(frame(e.text, chunk="true", model=model, reasoning_content=""))
+                nested = len(e.path) > 1
+                if isinstance(e, ev.TextDelta):
+                    if not nested:
+                        answer += e.text
+                        await text(e.text)
                 elif isinstance(e, ev.ReasoningDelta):
-                    await ctx.tell_stream(frame("", chunk="true", model=model, reasoning_content=e.text))
+                    if not nested:
+                        await ctx.tell_stream(frame("", chunk="true", model=model, reasoning_content=e.text))
                 elif isinstance(e, ev.ToolCallEvent):
+                    if not nested:
+                        answer = ""  # text before a tool call was a preamble
                     try:
                         args = orjson.loads(e.call.arguments or "{}")
                     except orjson.JSONDecodeError:
@@ -208,12 +226,16 @@ class AgentNode(Component):
                             "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms}
                     await ctx.tell_stream(frame(orjson.dumps(body).decode(), chunk="true", tool_call="true",
                                                 model=model))
+                elif isinstance(e, ev.Final) and not nested:
+                    rest = unstreamed_part(e.content, answer)
+                    if rest:
+                        await text(rest)
             result = await run.result()
         except asyncio.CancelledError:
             run.cancel()
             raise
         await ctx.tell_stream(frame("", stream_completed="true", model=model, **usage_meta(result.usage)))
-        return result
+        return dataclasses.replace(result, content=streamed_content("".join(told), result.content))
 
 
 class LlmNodeConfig(AgentNodeConfig):

@@ -8,8 +8,12 @@ executor that runs the agent (a seam: chainreact.durable uses it too).
 - the input: JSON data with `messages` is the conversation, anything else the user message
   (`node_input`); with metadata `sessionKey` the session's history goes in front (`io.session_input`)
   and what the run added is saved after it (`io.save_history`);
-- Success: the answer as TEXT, metadata `model` (the variant's) and the token counts (`usage_meta`);
-  with `stream` also `full_content=true` (the frames went out on Stream while it ran);
+- Success: the node's answer as TEXT, metadata `model` (the variant's) and the token counts
+  (`usage_meta`); with `stream` also `full_content=true` (the frames went out on Stream while it ran).
+  The answer is the spec's "complete merged content": with `stream`, the text told on Stream (a preamble
+  the model wrote before its tool calls included, each piece once); without, the same text from the run's
+  messages (`merged_content`), so a served chain answers the same whether its client streams or not. An
+  answer that is a JSON object or array is given alone, so it stays parseable;
 - any error is the node's Failure with `Type: message` as data (with `stream`, also an error frame on
   Stream); a cancel is not caught.
 
@@ -43,7 +47,8 @@ class AgentNodeIO(Protocol):
     async def run(self, ctx: NodeContext, msg: RuleMsg, model: str, extra: str, data: Any,
                   stream: bool) -> tuple[RunResult, str]:
         """The run of the variant (`model`, `extra`: normalized JSON or "") on `data`, and the model it used.
-        With `stream`, its frames are told on Stream as they come."""
+        With `stream`, its frames are told on Stream as they come and the result's `content` is the text
+        told (`streamed_content`)."""
         ...
 
     async def save_history(self, meta: dict[str, str], messages: list[Message], n_history: int) -> None:
@@ -74,6 +79,58 @@ def usage_meta(usage: Usage | None) -> dict[str, str]:
         return {}
     return {"prompt_tokens": str(usage.prompt_tokens), "completion_tokens": str(usage.completion_tokens),
             "total_tokens": str(usage.total_tokens)}
+
+
+def _json_value(text: str) -> bool:
+    t = text.strip()
+    if not t or t[0] not in "{[":
+        return False
+    try:
+        orjson.loads(t)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def unstreamed_part(answer: str, streamed: str) -> str:
+    """What of a run's final `answer` was not streamed as its text (`streamed`: the text told since the
+    run's last tool call): all of it when the model streamed none of it (a returnDirectly tool's result,
+    an answer settled from a tool result), its end when the stream stopped short; "" otherwise."""
+    if not streamed:
+        return answer
+    return answer[len(streamed):] if answer.startswith(streamed) else ""
+
+
+def streamed_content(told: str, answer: str) -> str:
+    """A streamed run's Success data: the text told on Stream, or the answer alone when it is JSON."""
+    return answer if _json_value(answer) else told
+
+
+def merged_content(result: RunResult) -> str:
+    """A run's Success data without streaming: the text the model wrote beside the tool calls it made
+    (what a streamed run tells on Stream as a preamble) and the answer, or the answer alone when it is
+    JSON. The run's messages are those after the input's last user message."""
+    answer = result.content
+    if _json_value(answer):
+        return answer
+    msgs = result.messages
+    start = next((i + 1 for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "user"), 0)
+    parts = []
+    for i in range(start, len(msgs) - 1):
+        m = msgs[i]
+        # a preamble: text beside tool calls that ran (their results follow)
+        if m.role == "assistant" and m.tool_calls and msgs[i + 1].role == "tool" and m.text.strip():
+            parts.append(_without_think(m.text))
+    return "".join(parts) + answer if parts else answer
+
+
+def _without_think(text: str) -> str:
+    """The text of a message without its `<think>` block (as keepThink false streams it)."""
+    head, sep, rest = text.partition("<think>")
+    if not sep:
+        return text
+    _, closed, tail = rest.partition("</think>")
+    return head + (tail.lstrip() if closed else "")
 
 
 def variant(meta: dict[str, str]) -> tuple[str, str]:
@@ -121,7 +178,7 @@ async def agent_node_step(ctx: NodeContext, msg: RuleMsg, io: AgentNodeIO, *, st
     if session:
         await io.save_history(meta, result.messages, n_history)
     out = msg.copy()
-    out.data = result.content
+    out.data = result.content if stream else merged_content(result)
     out.data_type = TEXT
     out.metadata["model"] = used
     out.metadata.update(usage_meta(result.usage))
@@ -130,4 +187,5 @@ async def agent_node_step(ctx: NodeContext, msg: RuleMsg, io: AgentNodeIO, *, st
     ctx.tell_next(out, SUCCESS)
 
 
-__all__ = ["AgentNodeFailed", "AgentNodeIO", "agent_node_step", "node_input", "usage_meta", "variant"]
+__all__ = ["AgentNodeFailed", "AgentNodeIO", "agent_node_step", "merged_content", "node_input",
+           "streamed_content", "unstreamed_part", "usage_meta", "variant"]
