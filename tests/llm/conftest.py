@@ -9,7 +9,7 @@ import pytest
 
 from chainreact.config import AgentConfig
 from chainreact.llm import ModelClient, RetryPolicy
-from chainreact.types import ClientEvent, Message, ModelResponse, StreamItem
+from chainreact.types import ClientEvent, Message, ModelResponse, Reported, StreamItem
 
 
 class FakeTime:
@@ -31,6 +31,7 @@ class Harness:
     def __init__(self, cfg: dict[str, Any], client_kw: dict[str, Any] | None = None) -> None:
         self.time = FakeTime()
         self.events: list[ClientEvent] = []
+        self.marks: list[int] = []  # for each Reported item: how many events had been reported then
         self.cfg = AgentConfig.model_validate(cfg)
         self.client = ModelClient.from_config(self.cfg, clock=self.time.clock, sleep=self.time.sleep,
                                               rng=lambda: 0.0, retry_policy=RetryPolicy(base_delay=0.25),
@@ -41,7 +42,10 @@ class Harness:
         items: list[StreamItem] = []
         async for item in self.client.call([Message("user", prompt)], stream=stream,
                                            on_event=self.events.append, **kw):
-            items.append(item)
+            if isinstance(item, Reported):
+                self.marks.append(len(self.events))
+            else:
+                items.append(item)
         last = items.pop()
         assert isinstance(last, ModelResponse)
         return items, last

@@ -104,3 +104,27 @@ async def test_get_failover_model_not_asked_for_a_bad_request_bad_returns_are_er
         h = harness(client_kw={"get_failover_model": lambda e: 42}, url=p.url, model="m", maxRetries=1)
         with pytest.raises(ConfigError, match="get_failover_model must return"):
             await h.run()
+
+
+async def test_each_reported_retry_and_failover_is_followed_by_a_reported_item(harness: Any) -> None:
+    # The caller streaming the call's items learns of each event when it happens (agent/loop.py hands it
+    # on at the Reported item), before the wait and the next attempt; the items never count as output.
+    backup = [{"status": 503}, {"text": "ok", "chunks": 2}]
+    async with FakeLLM([{"status": 503}] * 2) as p, FakeLLM(backup) as b:
+        h = harness(url=p.url, model="m", maxRetries=1, failover=[{"url": b.url}])
+        items, resp = await h.run(stream=True)
+    assert h.kinds() == ["retry", "breaker", "failover", "retry"]
+    assert h.marks == [1, 3, 4]  # right after the first retry, the failover, the backup's retry
+    assert resp.message.content == "ok" and [type(i).__name__ for i in items] == ["TextChunk"] * 2
+
+
+async def test_a_call_without_on_event_yields_no_reported_item() -> None:
+    async with FakeLLM([{"status": 503}, {"text": "ok"}]) as srv:
+        client = ModelClient.from_config(AgentConfig(url=srv.url, model="m"), sleep=_no_wait)
+        items = [i async for i in client.call([], stream=True)]
+        await client.aclose()
+    assert [type(i).__name__ for i in items] == ["TextChunk", "ModelResponse"]
+
+
+async def _no_wait(seconds: float) -> None:
+    return None

@@ -20,12 +20,12 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 
-from ..types import ModelResponse, ReasoningChunk, StreamItem, TextChunk, ToolCallChunk
+from ..types import ModelResponse, ReasoningChunk, Reported, StreamItem, TextChunk, ToolCallChunk
 
 AUTO, FIRST_CONTENT, DRAIN = "auto", "firstContent", "drain"
 _DECIDING, _WINDOW, _TEXT, _TOOLS = 0, 1, 2, 3
 
-Routed = TextChunk | ReasoningChunk | ModelResponse
+Routed = TextChunk | ReasoningChunk | ModelResponse | Reported
 
 
 def normalize_mode(mode: str) -> str:
@@ -121,7 +121,9 @@ class StreamRouter:
                         state = _TOOLS
                 elif isinstance(item, ReasoningChunk):
                     yield item
-                elif isinstance(item, ModelResponse):
+                elif not isinstance(item, ModelResponse):
+                    yield item  # Reported: the client gave the loop an event (a retry) to pass on now
+                else:
                     if state != _TOOLS and not item.message.tool_calls:
                         for chunk in held:  # drain / undecided / still in window: it was an answer
                             self.released.append(chunk.text)

@@ -240,8 +240,9 @@ class ReactLoop:
                                 yield ev
                     elif isinstance(item, ReasoningChunk):
                         yield self._ev(ReasoningDelta(text=item.text))
-                    else:
-                        response = item
+                    else:  # the response, or Reported (the client's event went out just above)
+                        if isinstance(item, ModelResponse):
+                            response = item
                         continue
                     if first_text:
                         # A consumer in another task (AgentRun's, a server's) gets the answer's first text

@@ -37,7 +37,7 @@ import orjson
 
 from ..errors import ConfigError
 from ..tools.base import Tool, ToolContext, ToolOutput
-from ..types import Message, ModelResponse, RetryEvent, StreamItem, ToolCall, Usage
+from ..types import REPORTED, Message, ModelResponse, RetryEvent, StreamItem, ToolCall, Usage
 from .answer_format import AnswerFormat, AnswerFormatError, format_from_dict
 from .interrupt import ANSWER, ToolInterrupt
 
@@ -239,5 +239,6 @@ class RunModel:
             on_event(RetryEvent(endpoint=response.endpoint or "", attempt=attempt, delay=0.0,
                                 error=f"the answer does not match the response format: {why}",
                                 error_type=AnswerFormatError.__name__))
+            yield REPORTED  # handed on now, before the re-ask's call
             attempt += 1
             messages = [*messages, msg, Message("user", fmt.reask(problems))]

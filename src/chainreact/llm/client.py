@@ -20,6 +20,7 @@ from typing import Any
 from chainreact.config import AgentConfig, Compat, FailoverEndpoint, ModelParams, Timeouts, is_local_url
 from chainreact.errors import ChainreactError, ConfigError, ModelError
 from chainreact.types import (
+    REPORTED,
     BreakerEvent,
     ClientEvent,
     FailoverEvent,
@@ -237,7 +238,8 @@ class ModelClient:
         params_override: dict[str, Any] | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """One model call. With stream=True: TextChunk / ReasoningChunk / ToolCallChunk items as they
-        arrive, then the complete ModelResponse; with stream=False only the ModelResponse.
+        arrive, then the complete ModelResponse; with stream=False only the ModelResponse. With
+        `on_event`, a `Reported` item follows each retry and failover given to it (pass the event on).
 
         params_override: ModelParams fields (camelCase, e.g. {"temperature": 0}) replace the endpoint's
         params for this call; other keys are merged into the request body like extraFields.
@@ -277,6 +279,10 @@ class ModelClient:
                                     self._breaker_event(breaker, primary, breaker.success(probe), report)
                                 yield item
                                 return
+                            if item is REPORTED:  # a retry was reported (not part of the answer)
+                                if on_event is not None:
+                                    yield item
+                                continue
                             delivered = True
                             yield item
                 except ModelError as e:
@@ -293,6 +299,8 @@ class ModelClient:
                         break
                     log.warning("model endpoint %s failed (%s); failing over to %s", spec.url, e, nxt.url)
                     report(FailoverEvent(from_endpoint=spec.url, to_endpoint=nxt.url, error=str(e)))
+                    if on_event is not None:
+                        yield REPORTED
         finally:
             if probe and not verdict and breaker is not None:
                 self._breaker_event(breaker, primary, breaker.abandon(probe), report)
@@ -364,6 +372,8 @@ class ModelClient:
             log.warning("model endpoint %s failed (%s); failing over to %s (get_failover_model)", last_url,
                         last, name)
             report(FailoverEvent(from_endpoint=last_url, to_endpoint=name, error=str(last)))
+            if on_event is not None:
+                yield REPORTED
             delivered = False
             try:
                 async with aclosing(items):
@@ -371,6 +381,10 @@ class ModelClient:
                         if isinstance(item, ModelResponse):
                             yield item
                             return
+                        if item is REPORTED:
+                            if on_event is not None:
+                                yield item
+                            continue
                         delivered = True
                         yield item
             except ModelError as e:

@@ -6,6 +6,8 @@ HTTP status and headers, keep-alive comments and role-only/empty deltas. After t
 (the caller already showed part of the answer; replaying would duplicate it).
 streamRetryMode "full": the whole attempt is buffered and released only once it completed, so a failure
 mid-stream is retried (and may fail over) invisibly, at the price of no real-time output.
+Each retry is reported (`report`) and followed by a `Reported` item before the wait, so that the caller
+hands the event on when the failure happens.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from chainreact.errors import ModelError
-from chainreact.types import ClientEvent, ModelResponse, RetryEvent, StreamItem
+from chainreact.types import REPORTED, ClientEvent, ModelResponse, RetryEvent, StreamItem
 
 from .request import ModelRequest
 
@@ -130,4 +132,5 @@ async def with_retries(
             if report is not None:
                 report(RetryEvent(endpoint=req.endpoint, attempt=attempt, delay=delay, error=str(e),
                                   status=e.status, error_type=type(e).__name__))
+                yield REPORTED  # the caller passes the event on now, not after the wait and the next attempt
             await sleep(delay)

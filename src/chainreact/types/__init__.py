@@ -21,10 +21,12 @@ from .events import (
     ToolResultEvent,
 )
 from .messages import (
+    REPORTED,
     Content,
     Message,
     ModelResponse,
     ReasoningChunk,
+    Reported,
     Role,
     StreamItem,
     TextChunk,
@@ -38,10 +40,9 @@ from .messages import (
 )
 
 __all__ = [
-    "BreakerEvent", "Cancelled", "ClientEvent", "Content", "ErrorEvent", "Event", "FailoverEvent", "Final",
-    "Interrupted",
-    "Message", "ModelCallEnd", "ModelResponse", "Preamble", "ReasoningChunk", "ReasoningDelta", "RetryEvent",
-    "Role", "RunStart", "StepEnd", "StreamItem", "TextChunk", "TextDelta", "ToolCall", "ToolCallChunk",
-    "ToolCallEvent", "ToolOutputDelta", "ToolResultEvent", "Usage", "assistant", "system", "tool_result",
-    "user",
+    "REPORTED", "BreakerEvent", "Cancelled", "ClientEvent", "Content", "ErrorEvent", "Event", "FailoverEvent",
+    "Final", "Interrupted", "Message", "ModelCallEnd", "ModelResponse", "Preamble", "ReasoningChunk",
+    "ReasoningDelta", "Reported", "RetryEvent", "Role", "RunStart", "StepEnd", "StreamItem", "TextChunk",
+    "TextDelta", "ToolCall", "ToolCallChunk", "ToolCallEvent", "ToolOutputDelta", "ToolResultEvent", "Usage",
+    "assistant", "system", "tool_result", "user",
 ]

@@ -179,4 +179,14 @@ class ToolCallChunk:
     arguments: str = ""
 
 
-StreamItem = TextChunk | ReasoningChunk | ToolCallChunk | ModelResponse
+@dataclass(slots=True)
+class Reported:
+    """An item that carries nothing: the model client has just given an event to the call's `on_event`
+    (a retry, a failover) and yields this right after, so that a caller streaming the call's items can
+    pass the event on now, while the call waits for its next attempt. Only a call with `on_event` yields
+    it; anyone else ignores it."""
+
+
+REPORTED = Reported()
+
+StreamItem = TextChunk | ReasoningChunk | ToolCallChunk | ModelResponse | Reported
