@@ -212,3 +212,55 @@ def test_the_a2a_tool_calls_a_chainreact_served_agent(fake_llm: Any, serve: Any)
     assert tool["function"]["description"].startswith("Knows capitals.")
     assert [m["content"] for m in boss_llm.chat_requests[1].messages if m["role"] == "tool"] == ["Paris."]
     assert helper_llm.chat_requests[0].messages[-1] == {"role": "user", "content": "Capital of France?"}
+
+
+def test_both_faces_of_a_chainreact_serve_process(fake_llm: Any, tmp_path: Any) -> None:
+    """`chainreact serve` itself (a process, with a keys file): the a2a-sdk client resolves the card and
+    streams a task, and the ag-ui-validate CLI finds nothing wrong with /agui/{id}."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.server.test_agui import validator_cli
+    from tests.server.test_serve_cli import _port
+
+    llm = fake_llm([{"text": "served over A2A", "chunks": 2}, {"text": "served over AG-UI"}])
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "bot.json").write_text(json.dumps(agent_doc(llm.url, "bot")))
+    (tmp_path / "keys.json").write_text(json.dumps({"keys": [{"name": "peer", "sha256": hashlib.sha256(
+        b"peer-key").hexdigest(), "ids": ["*"], "permissions": ["read", "execute"]}]}))
+    port = _port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", str(tmp_path / "docs"), "--port",
+                             str(port), "--keys", str(tmp_path / "keys.json")],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.1)
+
+        async def go() -> list[Any]:
+            client, http = await client_for(base, "bot", streaming=True,
+                                            headers={"Authorization": "Bearer peer-key"})
+            async with contextlib.aclosing(http):
+                assert "apiKey" in client._card.security_schemes
+                return await collect(client, user("hi"))
+
+        out = asyncio.run(go())
+        assert out[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+        assert "".join(get_artifact_text(r.artifact_update.artifact) for r in out
+                       if r.WhichOneof("payload") == "artifact_update") == "served over A2A"
+        report = validator_cli(f"{base}/agui/bot", ["--header", "Authorization: Bearer peer-key"])
+        assert not [d for d in report["diagnostics"] if d["severity"] in ("error", "warning")]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0

@@ -59,10 +59,11 @@ def text_of(events: list[Any]) -> str:
     return "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
 
 
-def validator_cli(url: str) -> dict[str, Any]:
+def validator_cli(url: str, flags: list[str] | None = None) -> dict[str, Any]:
     """`ag-ui-validate URL --json` (the third-party CLI, POSTing its own minimal input): its report."""
     exe = shutil.which("ag-ui-validate", path=str(Path(sys.executable).parent)) or "ag-ui-validate"
-    done = subprocess.run([exe, url, "--json", "--timeout", "30"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([exe, url, "--json", "--timeout", "30", *(flags or [])], capture_output=True,
+                          text=True, timeout=60)
     report = json.loads(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
     return dict(report)
