@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -59,3 +62,26 @@ def wait_status(url: str, run_id: str, *, headers: dict[str, str] | None = None,
             return dict(view)
         assert time.monotonic() < end, f"run {run_id} still {view['status']} after {deadline}s"
         time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serve(args: list[str], port: int) -> subprocess.Popen[str]:
+    """`chainreact serve ARGS --port PORT` as a process (its stderr piped), once /healthz answers."""
+    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", *args, "--port", str(port)],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"serve did not come up: {proc.communicate()[1][-2000:]}")
+        time.sleep(0.1)

@@ -219,34 +219,19 @@ def test_both_faces_of_a_chainreact_serve_process(fake_llm: Any, tmp_path: Any) 
     streams a task, and the ag-ui-validate CLI finds nothing wrong with /agui/{id}."""
     import json
     import signal
-    import subprocess
-    import sys
-    import time
 
+    from tests.server.runs_helpers import free_port, start_serve
     from tests.server.test_agui import validator_cli
-    from tests.server.test_serve_cli import _port
 
     llm = fake_llm([{"text": "served over A2A", "chunks": 2}, {"text": "served over AG-UI"}])
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "bot.json").write_text(json.dumps(agent_doc(llm.url, "bot")))
     (tmp_path / "keys.json").write_text(json.dumps({"keys": [{"name": "peer", "sha256": hashlib.sha256(
         b"peer-key").hexdigest(), "ids": ["*"], "permissions": ["read", "execute"]}]}))
-    port = _port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", str(tmp_path / "docs"), "--port",
-                             str(port), "--keys", str(tmp_path / "keys.json")],
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_serve([str(tmp_path / "docs"), "--keys", str(tmp_path / "keys.json")], port)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.1)
-
         async def go() -> list[Any]:
             client, http = await client_for(base, "bot", streaming=True,
                                             headers={"Authorization": "Bearer peer-key"})

@@ -5,21 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.server.runs_helpers import free_port, start_serve
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+_port = free_port
 
 
 @pytest.mark.parametrize("stack", [[], ["--loop", "asyncio", "--http", "h11"]], ids=["auto", "asyncio-h11"])
@@ -30,18 +26,8 @@ def test_serve_process_answers_and_stops_on_sigterm(fake_llm: Any, tmp_path: Pat
     (tmp_path / "bot.json").write_text(json.dumps(doc))
     (tmp_path / "package.json").write_text('{"name": "not-an-agent"}')  # skipped, not an error
     port = _port()
-    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", str(tmp_path), "--port", str(port),
-                             "--global", f"url={llm.url}", *stack], stderr=subprocess.PIPE, text=True)
+    proc = start_serve([str(tmp_path), "--global", f"url={llm.url}", *stack], port)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.1)
         r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
                        json={"model": "bot", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
         assert r.json()["choices"][0]["message"]["content"] == "served"
