@@ -265,3 +265,21 @@ def test_thread_id_is_the_session_with_state(fake_llm: Any, serve: Any, tmp_path
     assert text_of(events) == "I do not know your name."
     assert [(m["role"], m["content"]) for m in llm.chat_requests[2].messages][1:] == [
         ("user", "Context from the application:\n- page: settings"), ("user", "What is my name?")]
+
+
+def test_an_approval_cancelled_by_the_page_is_a_rejection(fake_llm: Any, serve: Any) -> None:
+    from tests.state.test_ask_and_approve import APPROVED, deleted
+
+    deleted.clear()
+    llm = fake_llm([{"tool_calls": [{"id": "d1", "name": "delete_file", "arguments": {"path": "a.txt"}}]},
+                    {"text": "I kept it."}])
+    srv = serve({"helper.json": agent_doc(llm.url, tools=[APPROVED])})
+    events = post(srv.url + "/agui/helper", agui_input("delete a.txt"))
+    [intr] = events[-1].outcome.interrupts
+    assert intr.reason == "approval" and intr.response_schema["required"] == ["approve"]
+    assert intr.tool_call_id == events[-4].tool_call_id and events[-4].tool_call_name == "delete_file"
+    events = post(srv.url + "/agui/helper", agui_input(run="r2", resume=[
+        {"interruptId": intr.id, "status": "cancelled"}]))
+    assert text_of(events) == "I kept it." and deleted == []
+    [result] = [m["content"] for m in llm.chat_requests[1].messages if m["role"] == "tool"]
+    assert result.startswith("Error: the user rejected this call to delete_file: cancelled by the user")
