@@ -157,6 +157,12 @@ class AgentConfig(_Model):
     )
     compat: Compat = Field(default_factory=Compat)
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    maxConnections: int = Field(
+        0, ge=0, le=1_000_000,
+        description="chainreact extension: most HTTP connections (requests in flight) to each model endpoint "
+        "at once in this process; more requests wait for a free one. 0 = the default: 1000, or half the "
+        "process's open-file limit (ulimit -n) when that is lower.",
+    )
 
     @field_validator(*ZERO_MEANS_DEFAULT)
     @classmethod

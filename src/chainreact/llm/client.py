@@ -100,6 +100,7 @@ class ModelClient:
         should_retry: ErrorPredicate | None = None,
         should_failover: ErrorPredicate | None = None,
         get_failover_model: Callable[[ModelError], Any] | None = None,
+        max_connections: int = 0,
     ) -> None:
         if not endpoints:
             raise ChainreactError("ModelClient needs at least one endpoint")
@@ -111,6 +112,7 @@ class ModelClient:
         self.total = getattr(self.timeouts, "total", 0.0) or DEFAULT_TOTAL
         self.retry_policy = retry_policy or RetryPolicy()
         self.max_response_bytes = max_response_bytes
+        self.max_connections = max_connections  # per endpoint, per process (llm/pool.py); 0 = the default
         self.should_retry = should_retry
         self.should_failover = should_failover
         self.get_failover_model = get_failover_model
@@ -148,7 +150,8 @@ class ModelClient:
                    circuit_cooldown=cfg.circuitCooldownSec or 60, images=cfg.images, timeouts=cfg.timeouts,
                    clock=clock, sleep=sleep, rng=rng, retry_policy=retry_policy,
                    max_response_bytes=max_response_bytes, should_retry=should_retry,
-                   should_failover=should_failover, get_failover_model=get_failover_model)
+                   should_failover=should_failover, get_failover_model=get_failover_model,
+                   max_connections=cfg.maxConnections)
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -202,7 +205,8 @@ class ModelClient:
     def _http(self, spec: EndpointSpec) -> HttpEndpoint:
         if spec.http is None:
             spec.http = HttpEndpoint(spec.url, spec.key, self.timeouts,
-                                     max_response_bytes=self.max_response_bytes)
+                                     max_response_bytes=self.max_response_bytes,
+                                     max_connections=self.max_connections)
         return spec.http
 
     # -- calls ---------------------------------------------------------------------------------------

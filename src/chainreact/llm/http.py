@@ -1,27 +1,13 @@
-"""One HTTP attempt against one endpoint, and the pooled httpx clients it uses.
-
-Pools: one set of `httpx.AsyncClient`s per (event loop, base URL, timeouts), shared by every ModelClient
-in the process and reference-counted, so agents created per request still reuse warm keep-alive
-connections. httpx clients are bound to the loop they first ran on, hence the loop in the key.
-
-Each request borrows one client of the set for itself (a free list, last returned first out) and gives it
-back when its response is closed, so every client carries one request and one kept-alive connection at
-a time. Why not one client with a big pool: httpcore does work on every request start and end that grows
-with the pool's connections (it checks each idle one for expiry, with a syscall, and counts the idle ones
-once per idle one), which made the CPU per request grow with concurrency (bench, docs/performance.md).
-With one connection per client that work is constant. Sequential calls get the same client back, so
-they reuse its warm connection.
-"""
+"""One HTTP attempt against one endpoint, over a client borrowed from its pool (pool.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import math
 import time
-import weakref
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 import httpx
 import orjson
@@ -33,13 +19,8 @@ from chainreact.types import ModelResponse, StreamItem
 from .body import BodyParser, response_items
 from .decode import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, BoundedDecoder, too_large
 from .parse import error_message, retryable_status
+from .pool import Pool, acquire_http, nofile_limit, release_http
 from .request import ModelRequest, build_body
-
-# Pool limits, chosen by measurement (bench/bench_client.py, docs/performance.md): no cap on concurrent
-# requests (the server's concurrency is the real limit); up to MAX_KEEPALIVE idle clients (one kept-alive
-# connection each) wait for the next request, more are closed.
-MAX_KEEPALIVE = 1000
-KEEPALIVE_EXPIRY = 30.0
 
 _MAX_BODY_KEPT = 4000
 _MAX_MESSAGE = 1000
@@ -55,133 +36,6 @@ _HINTS = {
     404: "check the endpoint's `url` (the base, e.g. https://host/v1) and `model`",
     429: "rate limited by the provider",
 }
-
-
-class _Pool:
-    __slots__ = ("base_url", "busy", "closed", "closing", "free", "proxies", "refs", "timeouts")
-
-    def __init__(self, base_url: str, timeouts: Timeouts) -> None:
-        self.base_url = base_url
-        self.timeouts = timeouts
-        self.free: list[httpx.AsyncClient] = []  # idle clients, the warmest last
-        self.busy: set[httpx.AsyncClient] = set()
-        self.closing: set[asyncio.Task[None]] = set()
-        self.refs = 0
-        self.closed = False
-        self.proxies = _env_proxies()
-
-    def take(self) -> httpx.AsyncClient:
-        client = self.free.pop() if self.free else _new_client(self.base_url, self.timeouts, self.proxies)
-        self.busy.add(client)
-        return client
-
-    def give(self, client: httpx.AsyncClient) -> None:
-        self.busy.discard(client)
-        if not self.closed and len(self.free) < MAX_KEEPALIVE:
-            self.free.append(client)
-            return
-        task = asyncio.get_running_loop().create_task(client.aclose())  # surplus, or the pool closed
-        self.closing.add(task)
-        task.add_done_callback(self.closing.discard)
-
-    async def aclose(self) -> None:
-        self.closed = True
-        clients = [*self.free, *self.busy]
-        self.free.clear()
-        self.busy.clear()
-        for client in clients:
-            await client.aclose()
-        if self.closing:
-            await asyncio.gather(*self.closing, return_exceptions=True)
-
-
-_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], _Pool]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _pool_key(base_url: str, timeouts: Timeouts) -> tuple[Any, ...]:
-    return (base_url, timeouts.connect, timeouts.read)
-
-
-_SSL: Any = None
-_PLAIN: Any = None
-
-
-def _verify(base_url: str) -> Any:
-    """One TLS context for every client in the process (loading the CA bundle costs ~50 ms each time);
-    for plain-http endpoints such as a local server one that loads nothing (it is never used; passing
-    `verify=False` instead would make httpx build a new context, ~150 us, for every client)."""
-    global _SSL, _PLAIN
-    import ssl
-
-    if base_url.startswith("http://"):
-        if _PLAIN is None:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            _PLAIN = ctx
-        return _PLAIN
-    if _SSL is None:
-        import os
-
-        cafile = os.environ.get("SSL_CERT_FILE")
-        if not cafile:
-            try:
-                import certifi
-
-                cafile = certifi.where()
-            except ImportError:
-                cafile = None
-        _SSL = ssl.create_default_context(cafile=cafile)
-    return _SSL
-
-
-def _env_proxies() -> bool:
-    """Whether the environment names an HTTP proxy (what httpx's trust_env reads for us; the TLS
-    variables are handled by _verify). Reading it costs ~80 us per client, so a pool asks once."""
-    import urllib.request
-
-    return bool(urllib.request.getproxies_environment())
-
-
-def _new_client(base_url: str, timeouts: Timeouts, trust_env: bool = True) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        verify=_verify(base_url),
-        timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect, write=timeouts.read,
-                              pool=max(timeouts.connect, timeouts.read)),
-        # One request at a time per client (see _Pool): one connection, kept alive.
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=1,
-                            keepalive_expiry=KEEPALIVE_EXPIRY),
-        follow_redirects=False,  # see HttpEndpoint._send: never to another origin
-        trust_env=trust_env,
-    )
-
-
-def acquire_http(base_url: str, timeouts: Timeouts) -> _Pool:
-    """The shared pool for this loop and endpoint (reference-counted; pair with `release_http`)."""
-    loop = asyncio.get_running_loop()
-    pools = _POOLS.setdefault(loop, {})
-    key = _pool_key(base_url, timeouts)
-    pool = pools.get(key)
-    if pool is None or pool.closed:
-        pool = pools[key] = _Pool(base_url, timeouts)
-    pool.refs += 1
-    return pool
-
-
-async def release_http(base_url: str, timeouts: Timeouts, loop: asyncio.AbstractEventLoop) -> None:
-    pools = _POOLS.get(loop)
-    if not pools:
-        return
-    key = _pool_key(base_url, timeouts)
-    pool = pools.get(key)
-    if pool is None:
-        return
-    pool.refs -= 1
-    if pool.refs <= 0:
-        del pools[key]
-        await pool.aclose()
 
 
 def _seconds(text: str, scale: float = 1.0) -> float | None:
@@ -243,8 +97,34 @@ def http_error(status: int, body: bytes, headers: Mapping[str, str], url: str) -
                       retry_after=retry_after, body=text)
 
 
-def transport_error(exc: Exception, url: str, timeouts: Timeouts) -> ModelError:
-    if isinstance(exc, httpx.ConnectTimeout):
+def _out_of_fds(exc: BaseException) -> bool:
+    """Whether `exc` comes from the process (or system) running out of file descriptors: EMFILE/ENFILE
+    anywhere in its causes (anyio reports a failed socket() as "All connection attempts failed" with the
+    OSError inside an exception group)."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+            return True
+        todo += [x for x in (e.__cause__, e.__context__) if x is not None]
+        if isinstance(e, BaseExceptionGroup):
+            todo += e.exceptions
+    return False
+
+
+def transport_error(exc: Exception, url: str, timeouts: Timeouts,
+                    max_connections: int | None = None) -> ModelError:
+    if _out_of_fds(exc):
+        limit = nofile_limit()
+        cap = f", now {max_connections}" if max_connections else ""
+        what = (f"too many open files (the process's limit, ulimit -n, is {limit or 'unknown'}); raise "
+                f"ulimit -n or lower maxConnections (connections to one endpoint at once{cap}) or the runs "
+                "in flight")
+    elif isinstance(exc, httpx.ConnectTimeout):
         what = f"connect timed out after {timeouts.connect:g}s (timeouts.connect)"
     elif isinstance(exc, httpx.ReadTimeout):
         what = f"no data for {timeouts.read:g}s (timeouts.read)"
@@ -274,28 +154,36 @@ class HttpEndpoint:
     """POSTs chat completions to one base URL. `attempt` is chainreact's innermost ModelFn.
 
     `max_response_bytes` caps a response body after decompression (a larger one is a retryable
-    MalformedResponseError); `req.timeout` (what is left of `timeouts.total`) bounds the whole attempt."""
+    MalformedResponseError); `req.timeout` (what is left of `timeouts.total`) bounds the whole attempt,
+    the wait for a connection under the pool's cap included. `max_connections`: the cap on this endpoint's
+    connections at once in this process (0: the default, pool.default_max_connections())."""
 
     def __init__(self, url: str, key: str, timeouts: Timeouts, *,
-                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, max_connections: int = 0) -> None:
         self.url = url.rstrip("/")
+        self.max_connections = max_connections
         self.chat_url = self.url + "/chat/completions"
         self.timeouts = timeouts
         self.max_response_bytes = max_response_bytes
+        # What httpx.AsyncClient sent by default (User-Agent, Connection) plus ours: the same request
+        # headers as before requests went through the transport directly (pool.py).
         self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                        "Accept-Encoding": ACCEPT_ENCODING}
+                        "Accept-Encoding": ACCEPT_ENCODING, "Connection": "keep-alive",
+                        "User-Agent": f"python-httpx/{httpx.__version__}"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
         # Parsed once, not per request (httpx copies both into each request; neither changes after this).
         self._chat = httpx.URL(self.chat_url)
         self._headers = httpx.Headers(self.headers)
-        self._http: _Pool | None = None
+        self._timeout = {"connect": timeouts.connect, "read": timeouts.read, "write": timeouts.read,
+                         "pool": max(timeouts.connect, timeouts.read)}  # httpcore's per-request timeouts
+        self._http: Pool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _pool(self) -> _Pool:
+    def _pool(self) -> Pool:
         loop = asyncio.get_running_loop()
         if self._http is None or self._loop is not loop or self._http.closed:
-            self._http = acquire_http(self.url, self.timeouts)
+            self._http = acquire_http(self.url, self.max_connections)
             self._loop = loop
         return self._http
 
@@ -303,32 +191,50 @@ class HttpEndpoint:
         if self._http is not None and self._loop is not None:
             http, loop, self._http, self._loop = self._http, self._loop, None, None
             if loop is asyncio.get_running_loop():
-                await release_http(self.url, self.timeouts, loop)
+                await release_http(self.url, loop, self.max_connections)
             del http
 
-    async def _send(self, http: httpx.AsyncClient, payload: bytes, end: float | None,
+    def _cap(self) -> int | None:
+        return self._http.limit if self._http is not None else None
+
+    async def _take(self, pool: Pool, end: float | None, total: float | None) -> httpx.AsyncHTTPTransport:
+        """A transport of the pool; past its cap, wait in line until the call's deadline."""
+        if end is None:
+            return await pool.take()
+        try:
+            async with asyncio.timeout_at(end):
+                return await pool.take()
+        except TimeoutError as e:
+            raise ModelError(
+                f"{self.url}/chat/completions: no free connection before the model call's deadline "
+                f"(timeouts.total={total or 0:g}s): {pool.limit} requests to this endpoint were in flight "
+                "(maxConnections); raise maxConnections if the endpoint takes more, or run fewer at once",
+                endpoint=self.url, retryable=True) from e
+
+    async def _send(self, http: httpx.AsyncHTTPTransport, payload: bytes, end: float | None,
                     loop: asyncio.AbstractEventLoop, total: float | None) -> httpx.Response:
         """POST, following at most a few 307/308 redirects, and only within the endpoint's origin: the
         request carries the key and the conversation, so another origin is refused, and 301/302/303
         (which would turn the POST into a GET) too."""
         url = self._chat
         for _ in range(_MAX_REDIRECTS + 1):
-            timeout: Any = httpx.USE_CLIENT_DEFAULT
+            timeout = self._timeout
             if end is not None:
                 left = end - loop.time()
                 if left <= 0:
                     raise deadline_error(self.url, total)
                 if left < self.timeouts.read:
-                    timeout = httpx.Timeout(left, connect=min(self.timeouts.connect, left))
+                    timeout = {"connect": min(self.timeouts.connect, left), "read": left, "write": left,
+                               "pool": left}
             try:
-                resp = await http.send(http.build_request("POST", url, content=payload, headers=self._headers,
-                                                          timeout=timeout), stream=True)
+                resp = await http.handle_async_request(httpx.Request(
+                    "POST", url, content=payload, headers=self._headers, extensions={"timeout": timeout}))
             except httpx.TimeoutException as e:
                 if end is not None and loop.time() >= end - 0.001:
                     raise deadline_error(self.url, total) from e
-                raise transport_error(e, self.url, self.timeouts) from e
+                raise transport_error(e, self.url, self.timeouts, self._cap()) from e
             except httpx.HTTPError as e:
-                raise transport_error(e, self.url, self.timeouts) from e
+                raise transport_error(e, self.url, self.timeouts, self._cap()) from e
             if not (300 <= resp.status_code < 400 and "location" in resp.headers):
                 return resp
             status, location = resp.status_code, resp.headers["location"]
@@ -365,7 +271,7 @@ class HttpEndpoint:
         loop = asyncio.get_running_loop()
         end = loop.time() + req.timeout if req.timeout is not None else None
         pool = self._pool()
-        http = pool.take()  # this request's own client (see _Pool), given back when it is done
+        http = await self._take(pool, end, req.timeout)  # this request's own (pool.py), given back at the end
         try:
             resp = await self._send(http, payload, end, loop, req.timeout)
             try:
@@ -411,7 +317,7 @@ class HttpEndpoint:
                 except TimeoutError as e:
                     raise deadline_error(url, req.timeout) from e
                 except httpx.HTTPError as e:
-                    raise transport_error(e, url, self.timeouts) from e
+                    raise transport_error(e, url, self.timeouts, self._cap()) from e
                 final: ModelResponse = parser.finish(out)
                 if not want_items:
                     yield final
