@@ -52,6 +52,7 @@ def worker(framework: str, url: str, workload: str, runs: int, warmup: int) -> N
         for _ in range(runs):
             checker.check(await adapter.run(agent, h.PROMPT, streaming))
         print(MARKER + json.dumps({"ok": checker.ok}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # counted: may close
         if adapter.aclose is not None:
             await adapter.aclose(agent)
 
