@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import imports
+import scale
 from procs import BENCH, Server, run_runner, verify
 
 # Runner file suffix -> display name; baselines first.
@@ -36,7 +37,8 @@ FRAMEWORKS = {
 }
 PEERS = ("pydantic_ai", "openai_agents", "langgraph", "agno")
 RUNNER_WORKLOADS = ("sync", "stream", "concurrent", "build")  # run by bench/frameworks/run_<name>.py
-WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server", "durable")
+WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server", "durable",
+             "scale")
 
 # Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request).
 FULL = {"runs": 10, "reps": 5, "warmup": 2, "conc_runs": 500, "conc_reps": 1, "agents": 10_000,
@@ -186,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         results["durable"] = durable_bench.measure(
             dict(durable_bench.QUICK if args.quick else durable_bench.FULL, quick=args.quick),
             [f for f in durable_bench.FRAMEWORKS if f in fws])
+    if "scale" in workloads and set(fws) & set(scale.FRAMEWORKS):
+        print("[bench] scale: runs in flight in one process", flush=True)
+        results["scale"] = scale.measure(scale.QUICK if args.quick else scale.FULL,
+                                         [f for f in scale.FRAMEWORKS if f in fws])
     results["meta"]["duration_s"] = time.perf_counter() - started
     results["meta"]["machine"]["load_avg_end"] = list(__import__("os").getloadavg())
     failures = _failures(results)
@@ -220,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             import durable_report
 
             written += durable_report.write(results["durable"])
+        if "scale" in results:
+            import scale_report
+
+            written.append(scale_report.write(results["scale"]))
         print(f"[bench] wrote {', '.join(str(p) for p in written)}")
     return 0
 
@@ -238,6 +248,7 @@ def _failures(results: dict[str, Any]) -> list[str]:
         out.append(f"flows: {f.get('reason')}")
     out += [f"server: {why}" for why in (results.get("server") or {}).get("failures", [])]
     out += [f"durable: {why}" for why in (results.get("durable") or {}).get("failures", [])]
+    out += [f"scale: {why}" for why in (results.get("scale") or {}).get("failures", [])]
     return out
 
 

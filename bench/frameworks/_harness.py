@@ -98,6 +98,7 @@ class Checker:
         self.ok = 0
         self.bad = 0
         self.first_problem: str | None = None
+        self.kinds: dict[str, int] = {}  # failed runs by exception type and the start of its message
 
     def check(self, answer: Any) -> None:
         if isinstance(answer, str) and answer.startswith(EXPECTED_ANSWER):
@@ -109,6 +110,8 @@ class Checker:
 
     def error(self, e: BaseException) -> None:
         self.bad += 1
+        kind = f"{type(e).__name__}: {str(e)[:160]}"
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
         if self.first_problem is None:
             self.first_problem = f"{type(e).__name__}: {e}"[:500]
 
@@ -179,6 +182,117 @@ async def _concurrent(adapter: Adapter, url: str, streaming: bool, runs: int, re
     }
 
 
+class LagProbe:
+    """Event-loop lag: a task that sleeps `interval` s again and again and records how late it woke up
+    (the time every other callback of the loop waited too). Started and stopped around a workload.
+
+    Also the same in CPU time: the CPU this thread (the loop's) spent during each sleep, minus the interval.
+    On a busy shared machine the wall-clock lag includes the time the process waited for a core; the CPU
+    lag is the work the loop did while the probe waited, i.e. the lag an otherwise idle core would show."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.lags: list[float] = []
+        self.cpu_lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            t0, c0 = loop.time(), time.thread_time()
+            await asyncio.sleep(self.interval)
+            self.lags.append(max(0.0, loop.time() - t0 - self.interval))
+            self.cpu_lags.append(max(0.0, time.thread_time() - c0 - self.interval))
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    def stop(self) -> dict[str, Any]:
+        if self._task is not None:
+            self._task.cancel()
+        out: dict[str, Any] = {"lag_samples": len(self.lags)}
+        for name, values in (("lag", self.lags), ("cpu_lag", self.cpu_lags)):
+            v = sorted(values) or [0.0]
+            for label, q in (("p50", 0.5), ("p99", 0.99)):
+                out[f"{name}_{label}_ms"] = v[min(len(v) - 1, round(q * (len(v) - 1)))] * 1e3
+            out[f"{name}_max_ms"] = v[-1] * 1e3
+        return out
+
+
+class GcProbe:
+    """The cyclic garbage collector's work, per generation, through gc.callbacks (the process's own
+    settings untouched: the workload measures what a user's process does): collections, their CPU time
+    (this thread's, so the machine's load moves it little), the longest pause (wall), and the objects that
+    full collections walked (counted before each one starts: the load-independent measure of their work)."""
+
+    def __init__(self) -> None:
+        self.cpu = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self.longest = 0.0
+        self.full_walked = 0
+        self._t0 = self._c0 = 0.0
+
+    def _cb(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            if info["generation"] == 2:
+                self.full_walked += len(gc.get_objects())
+            self._t0, self._c0 = time.perf_counter(), time.thread_time()
+            return
+        gen = info["generation"]
+        self.cpu[gen] += time.thread_time() - self._c0
+        self.count[gen] += 1
+        self.longest = max(self.longest, time.perf_counter() - self._t0)
+
+    def start(self) -> None:
+        gc.callbacks.append(self._cb)
+
+    def stop(self) -> dict[str, Any]:
+        gc.callbacks.remove(self._cb)
+        return {"gc_s": sum(self.cpu), "gc_s_by_gen": [round(t, 4) for t in self.cpu],
+                "gc_collections": self.count, "gc_longest_ms": self.longest * 1e3,
+                "gc_full_walked": self.full_walked}
+
+
+async def _scale(adapter: Adapter, url: str, runs: int, warmup: int) -> dict[str, Any]:
+    """`runs` runs at once in this process, as `_concurrent`, with the event loop's lag, the time in the
+    collector and every failed run counted (bench/scale.py)."""
+    agent = adapter.make_agent(url, False)
+    checker = Checker()
+    for _ in range(warmup):
+        checker.check(await adapter.run(agent, PROMPT, False))
+
+    async def one() -> None:
+        try:
+            checker.check(await adapter.run(agent, PROMPT, False))
+        except Exception as e:
+            checker.error(e)
+
+    lag, gcp = LagProbe(), GcProbe()
+    lag.start()
+    gcp.start()
+    c0, w0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(runs)))
+    c1, w1 = time.process_time(), time.perf_counter()
+    out = {**lag.stop(), **gcp.stop()}
+    out["gc_full_walked_per_request"] = out["gc_full_walked"] / (runs * REQUESTS_PER_RUN)
+    if adapter.aclose is not None:
+        await adapter.aclose(agent)
+    total_runs = warmup + runs
+    return {
+        **out,
+        "in_flight": runs,
+        "wall_s": w1 - w0,
+        "cpu_per_request_ms": (c1 - c0) / (runs * REQUESTS_PER_RUN) * 1e3,
+        "runs": total_runs,
+        "completed": checker.ok,
+        "failed": checker.bad,
+        "failures_by_kind": dict(sorted(checker.kinds.items(), key=lambda kv: -kv[1])[:10]),
+        "problem": checker.first_problem,
+        "expected_requests": total_runs * REQUESTS_PER_RUN,
+        "expected_streamed": False,
+    }
+
+
 async def _build(adapter: Adapter, url: str, n: int, budget: float) -> dict[str, Any]:
     if adapter.prepare_build is None or adapter.build_one is None:
         raise NotApplicable(adapter.build_note or "no agent object to build")
@@ -246,7 +360,7 @@ async def bare_loop(complete: Callable[[Any, list[dict[str, Any]]], Awaitable[di
 def main(adapter_factory: Callable[[], Adapter]) -> None:
     p = argparse.ArgumentParser(description="one framework's benchmark runner (see bench/README.md)")
     p.add_argument("--url", required=True)
-    p.add_argument("--workload", required=True, choices=["sync", "stream", "concurrent", "build"])
+    p.add_argument("--workload", required=True, choices=["sync", "stream", "concurrent", "build", "scale"])
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
@@ -263,6 +377,8 @@ def main(adapter_factory: Callable[[], Adapter]) -> None:
             coro = _build(adapter, args.url, args.agents, args.budget)
         elif args.workload == "concurrent":
             coro = _concurrent(adapter, args.url, False, args.runs, args.reps, args.warmup)
+        elif args.workload == "scale":
+            coro = _scale(adapter, args.url, args.runs, args.warmup)
         else:
             coro = _sequential(adapter, args.url, args.workload == "stream", args.runs, args.reps,
                                args.warmup)

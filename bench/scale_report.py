@@ -1,0 +1,76 @@
+"""bench/scale.py's section of docs/performance.md (block `generated:scale`).
+
+    python bench/scale_report.py [bench/results/scale-latest.json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import scale
+import stats
+from procs import ROOT
+from report import replace_block
+
+DOC = ROOT / "docs" / "performance.md"
+
+
+def block(res: dict[str, Any]) -> str:
+    meta = res["meta"]
+    cfg = meta["settings"]
+    sizes = [str(s) for s in cfg["sizes"]]
+    lines = [
+        f"From a run on **{meta['date']}**, {meta['duration_s'] / 60:.1f} minutes: {cfg['rounds']} round(s) "
+        f"interleaving sizes and frameworks; {meta['latency_s'] * 1000:.0f} ms model latency per request, 4 "
+        f"model requests per run. Load average at start / end: {meta['load_avg_start'][0]:.1f} / "
+        f"{meta['load_avg_end'][0]:.1f}. Figures: median [lowest–highest round].",
+        "",
+        "| Target | Measured |  |",
+        "|---|---|---|",
+    ]
+    for target, measured, met in scale.targets(res):
+        lines.append(f"| {target} | {measured} | {'met' if met else '**missed**'} |")
+    lines += [
+        "",
+        "| Framework | in flight | runs failed | wall s | CPU ms/req | x at smallest | lag p99 ms "
+        "| lag max ms | GC s | longest GC pause ms | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for fw, per in res["frameworks"].items():
+        for size in sizes:
+            s = per[size]["summary"]
+            ratio = stats.fmt(per.get("cpu_ratio"), 2, "x") if size == sizes[-1] and size != sizes[0] else ""
+            failed = s["failed"]
+            nfail = "n/a" if failed is None else f"{failed['median']:.0f}"
+            if s["rounds_ok"] < s["rounds"] and not failed:
+                nfail = "; ".join(str(x) for x in s["statuses"])
+            lines.append(
+                f"| {scale.FRAMEWORKS[fw]} | {int(size):,} | {nfail} | {stats.fmt(s['wall_s'], 1)} | "
+                f"{stats.fmt(s['cpu_per_request_ms'])} | {ratio} | {stats.fmt(s['lag_p99_ms'], 0)} | "
+                f"{stats.fmt(s['lag_max_ms'], 0)} | {stats.fmt(s['gc_s'])} | "
+                f"{stats.fmt(s['gc_longest_ms'], 0)} | {stats.fmt(s['peak_rss_mb'], 0)} |")
+    kinds = [(fw, size, per[size]["summary"]["failures_by_kind"]) for fw, per in res["frameworks"].items()
+             for size in sizes if per[size]["summary"]["failures_by_kind"]]
+    if kinds:
+        lines += ["", "Failed runs, by kind (all rounds):", ""]
+        for fw, size, k in kinds:
+            top = "; ".join(f"{n} x `{msg[:120]}`" for msg, n in list(k.items())[:3])
+            lines.append(f"- {scale.FRAMEWORKS[fw]} at {int(size):,}: {top}")
+    return "\n".join(lines)
+
+
+def write(res: dict[str, Any]) -> Path:
+    doc = DOC.read_text(encoding="utf-8")
+    doc = replace_block(doc, "scale", block(res))
+    tmp = DOC.with_suffix(".md.tmp")
+    tmp.write_text(doc, encoding="utf-8")
+    tmp.replace(DOC)
+    return DOC
+
+
+if __name__ == "__main__":
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bench" / "results" / "scale-latest.json"
+    print(write(json.loads(src.read_text())))

@@ -1,0 +1,59 @@
+"""CI smoke of bench/scale.py (runs in flight in one process): it runs end to end, every run completes as
+scripted, the figures docs/performance.md quotes are there, and its doc block renders. Tiny sizes,
+correctness only, no timing assertions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH / "frameworks"))
+
+import scale_report  # noqa: E402
+
+
+def test_quick_scale_bench_completes_every_run(tmp_path: Path) -> None:
+    cp = subprocess.run(
+        [sys.executable, str(BENCH / "scale.py"), "--only", "chainreact", "--sizes", "5,30",
+         "--rounds", "2", "--no-docs", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    res = json.loads((tmp_path / "scale-latest.json").read_text())
+    assert res["failures"] == []
+    for fw in ("chainreact",):
+        for size in ("5", "30"):
+            cells = res["frameworks"][fw][size]["cells"]
+            assert len(cells) == 2  # one per round
+            for c in cells:
+                assert c["status"] == "ok", c
+                assert c["completed"] == c["runs"] == int(size) + 1 and c["failed"] == 0
+                assert c["server_counts"]["requests"] == 4 * c["runs"]  # the model server saw every request
+                assert c["lag_samples"] >= 1 and c["cpu_per_request_ms"] > 0
+                assert 0 <= c["lag_p50_ms"] <= c["lag_p99_ms"] <= c["lag_max_ms"]
+            s = res["frameworks"][fw][size]["summary"]
+            assert s["rounds_ok"] == 2 and s["cpu_per_request_ms"]["n"] == 2
+            assert s["cpu_per_request_ms"]["min"] <= s["cpu_per_request_ms"]["median"] \
+                <= s["cpu_per_request_ms"]["max"]
+        assert res["frameworks"][fw]["cpu_ratio"]["n"] == 2  # 30 against 5, per round
+    block = scale_report.block(res)
+    assert "| chainreact | 30 | 0 |" in block and "CPU per request at 30 in flight" in block
+
+
+def test_a_failed_run_is_counted_by_kind(fake_llm: Any) -> None:
+    # A model that answers 500: every run fails; the runner counts them by kind, scale.cell marks the cell.
+    import procs
+    import scale
+
+    llm = fake_llm([{"status": 500, "message": "boom"}], loop=True)
+    r = procs.run_runner("chainreact", llm.url, "scale", ["--runs", "3", "--warmup", "0"], timeout=120)
+    assert r["status"] == "ok" and r["failed"] == 3 and r["completed"] == 0
+    (kind,) = r["failures_by_kind"]
+    assert kind.startswith("ModelError") and "HTTP 500" in kind and r["failures_by_kind"][kind] == 3
+    assert scale.summarise([{**r, "status": "failed runs"}])["failures_by_kind"] == {kind: 3}
