@@ -210,6 +210,25 @@ class Store(abc.ABC):
     async def _tail(self, session: str, last: int | None, max_tokens: int | None) -> list[str]:
         """The stored JSON of the session's last messages, oldest first."""
 
+    # ------------------------------------------------------------------ session owners
+
+    async def claim_owner(self, key: str, owner: str) -> str:
+        """The owner of `key` (a session, named as its wing names it): `owner` if it had none, recorded
+        now, else whoever claimed it first. Atomic: of claims at once, from any process, one wins."""
+        _key("owned key", key)
+        _key("owner", owner)
+        return await self._claim_owner(key, owner, time.time())
+
+    async def owners(self, keys: Sequence[str]) -> dict[str, str]:
+        """The owners of those of `keys` that have one."""
+        return await self._owners(list(keys)) if keys else {}
+
+    @abc.abstractmethod
+    async def _claim_owner(self, key: str, owner: str, now: float) -> str: ...
+
+    @abc.abstractmethod
+    async def _owners(self, keys: list[str]) -> dict[str, str]: ...
+
     # ------------------------------------------------------------------ long-term memory
 
     async def remember(self, text: str, *, scope: str = GLOBAL, type: str = "semantic",

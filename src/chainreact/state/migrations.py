@@ -121,11 +121,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         sqlite=("DROP INDEX sessions_updated",),
         postgres=("DROP INDEX sessions_updated",),
     ),
+    Migration(
+        6, "session owners",
+        # Who a session belongs to (a server binds sessions to logged-in users: server/owners.py); the
+        # key is the session's name in its wing (flow:<id>:<sid>, agent:<id>:<key>, chain:<id>:<key>).
+        sqlite=("CREATE TABLE session_owners (owned_key TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                "created_at REAL NOT NULL) WITHOUT ROWID",),
+        postgres=("CREATE TABLE session_owners (owned_key text PRIMARY KEY, owner text NOT NULL, "
+                  "created_at double precision NOT NULL)",),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version
 # The tables `chainreact state info` counts.
-COUNTED = ("sessions", "messages", "memories", "memory_vectors", "runs", "run_events")
+COUNTED = ("sessions", "messages", "memories", "memory_vectors", "runs", "run_events", "session_owners")
 
 
 def pending(current: int) -> list[Migration]:

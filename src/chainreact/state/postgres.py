@@ -341,6 +341,29 @@ class PostgresStore(Store):
             return [self._memory(r) for r in await c.fetch(sql, *params)]
         return await self._run(body, write=False)
 
+    # ------------------------------------------------------------------ session owners
+
+    async def _claim_owner(self, key: str, owner: str, now: float) -> str:
+        async def body(c: Any) -> str:
+            # The insert's row, or (taken) the stored one, in one round trip. A claim that lost a race
+            # waits for the winner's commit, which its statement's snapshot does not see: read again.
+            found = await c.fetchval(
+                "WITH ins AS (INSERT INTO session_owners (owned_key, owner, created_at) VALUES ($1, $2, $3) "
+                "ON CONFLICT (owned_key) DO NOTHING RETURNING owner) "
+                "SELECT owner FROM ins UNION ALL SELECT owner FROM session_owners WHERE owned_key = $1 "
+                "LIMIT 1", key, owner, now)
+            if found is None:
+                found = await c.fetchval("SELECT owner FROM session_owners WHERE owned_key = $1", key)
+            return str(found)
+        return await self._run(body, write=True)
+
+    async def _owners(self, keys: list[str]) -> dict[str, str]:
+        async def body(c: Any) -> dict[str, str]:
+            rows = await c.fetch("SELECT owned_key, owner FROM session_owners "
+                                 "WHERE owned_key = ANY($1::text[])", keys)
+            return {r[0]: r[1] for r in rows}
+        return await self._run(body, write=False)
+
     # ------------------------------------------------------------------ runs
 
     async def _save_run(self, run_id: str, data: str, status: str, agent: str | None, session: str | None,

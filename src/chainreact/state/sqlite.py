@@ -90,6 +90,27 @@ class SQLiteStore(SQLiteConnections):
                 return c.execute("DELETE FROM sessions WHERE session_key = ?", (session,)).rowcount > 0
         return await self._call(run)
 
+    # ------------------------------------------------------------------ session owners
+
+    async def _claim_owner(self, key: str, owner: str, now: float) -> str:
+        def run() -> str:
+            with self._write() as c:
+                c.execute("INSERT INTO session_owners (owned_key, owner, created_at) VALUES (?, ?, ?) "
+                          "ON CONFLICT (owned_key) DO NOTHING", (key, owner, now))
+                return str(c.execute("SELECT owner FROM session_owners WHERE owned_key = ?",
+                                     (key,)).fetchone()[0])
+        return await self._call(run, inline=True)
+
+    async def _owners(self, keys: list[str]) -> dict[str, str]:
+        def run() -> dict[str, str]:
+            out: dict[str, str] = {}
+            for i in range(0, len(keys), 500):  # within SQLite's bound on a statement's parameters
+                part = keys[i:i + 500]
+                out.update(self._c.execute("SELECT owned_key, owner FROM session_owners WHERE owned_key IN "
+                                           f"({', '.join('?' * len(part))})", part).fetchall())
+            return out
+        return await self._call(run, inline=True)
+
     # ------------------------------------------------------------------ long-term memory
 
     _MEMORY_COLS = "m.id, m.text, m.scope, m.type, m.metadata, m.created_at, m.namespace"
