@@ -2,7 +2,8 @@
 
 Starts the server in-process on a free loopback port (the same app `chainreact serve` runs), against
 chainreact's scripted model, then: a flow turn without login, a login, the same turn as the logged-in
-user, and the agent called as an MCP tool with the official `mcp` SDK's client. Nothing leaves 127.0.0.1.
+user (the session is hers from then on: anyone else gets 404 for it), and the agent called as an MCP tool
+with the official `mcp` SDK's client. Nothing leaves 127.0.0.1.
 """
 
 import asyncio
@@ -65,6 +66,10 @@ def main() -> None:
             second = httpx.post(turn_url, json={"text": "Where is my order?"}, timeout=30,
                                 headers={**json_only, "X-User-Token": token}).json()
             print("as ann:", second["messages"][0]["content"])
+            session_url = base + "/api/v1/flows/orders/sessions/s1"
+            other = httpx.get(session_url)  # no login: the session is ann's now
+            print("someone else:", other.status_code, other.json()["error"]["code"])
+            print("ann reads it:", httpx.get(session_url, headers={"X-User-Token": token}).json()["exists"])
             print("the model was told:", llm.chat_requests[0].messages[0]["content"].split("\n\n")[-1])
             asyncio.run(call_over_mcp(base))
 

@@ -80,6 +80,7 @@ EXPECTED = {
                        "tool: ordered 3 units for Friday 04 December 2026", "answer: Done"],
     "server_flows_mcp.py": ["without login: Please log in to continue.",
                             "as ann: Welcome back, gold member: your order ships today.",
+                            "someone else: 404 session_not_found", "ann reads it: True",
                             "the model was told: The user: ann (gold tier)",
                             "MCP tools: ['helper', 'orders']", "MCP helper: The capital of France is Paris."],
     "server_a2a.py": ["card: weather - Tells the weather. skills=['weather', 'ask_user']",

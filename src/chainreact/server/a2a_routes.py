@@ -45,6 +45,7 @@ from .a2a_tasks import (
 )
 from .context import ServerContext
 from .login import flow_user
+from .owners import run_key, session_of
 from .runs_flows import FlowRun
 from .runs_registry import RUN_ID, LiveRun, RegistryClosed, RunRegistry, agent_session
 from .sessions import chain_session_metadata, session_input, until_end_or_disconnect, wire_chain_sessions
@@ -93,15 +94,15 @@ def routes(ctx: ServerContext) -> list[Route]:
             method, params = body["method"], body.get("params") or {}
             if method in STREAMING:
                 events = await (stream_send(request, registry, entry, params) if method == STREAMING[0]
-                                else subscribe(registry, entry, params))
+                                else subscribe(request, registry, entry, params))
                 return StreamingResponse(_sse(rid, events), media_type="text/event-stream",
                                          headers=SSE_HEADERS)
             if method == "SendMessage":
                 result = await send(request, registry, entry, params)
             elif method == "GetTask":
-                result = await get_task(registry, entry, params)
+                result = await get_task(request, registry, entry, params)
             elif method == "CancelTask":
-                result = await cancel_task(registry, entry, params)
+                result = await cancel_task(request, registry, entry, params)
             elif method in NOT_OFFERED:
                 raise A2AError(-32003 if "Push" in method else -32004,
                                f"{method} is not offered by this server")
@@ -120,9 +121,14 @@ def routes(ctx: ServerContext) -> list[Route]:
         """The run a SendMessage starts, or the interrupted run its message answers, going on."""
         msg = message_of(params)
         if msg.get("taskId"):
-            return await answer(registry, entry, msg, detached)
+            return await answer(request, registry, entry, msg, detached)
         text = message_text(msg)
         context = msg.get("contextId") or "ctx-" + secrets.token_hex(8)
+        # The context is a session where one is kept: a flow's always, an agent's or a chain's with --state.
+        kept = entry.kind == "flow" or (registry.sessions and not ctx.durable("chain", entry.id))
+        owned = session_of(entry.kind, entry.id, context) if kept else None
+        if refused := await ctx.owners.check(request, owned, context, write=True):
+            raise invalid_params(refused.message)
         try:
             if entry.kind == "agent":
                 key = agent_session(entry.id, context)
@@ -145,10 +151,11 @@ def routes(ctx: ServerContext) -> list[Route]:
         except RegistryClosed:
             raise A2AError(-32603, "the server is shutting down: send the message again later") from None
 
-    async def answer(registry: RunRegistry, entry: Any, msg: dict[str, Any], detached: bool) -> LiveRun:
+    async def answer(request: Request, registry: RunRegistry, entry: Any, msg: dict[str, Any],
+                     detached: bool) -> LiveRun:
         from ..state import RunConflictError, RunNotFoundError, StateError
 
-        view = await find(registry, entry, msg["taskId"])
+        view = await find(request, registry, entry, msg["taskId"], write=True)
         if msg.get("contextId") and msg["contextId"] != task_of(view)["contextId"]:
             raise invalid_params(f"contextId {msg['contextId']!r} is not the context of task {view['id']!r}")
         if view["live"]:
@@ -179,8 +186,9 @@ def routes(ctx: ServerContext) -> list[Route]:
         live = await start(request, registry, entry, params, detached=False)
         return _follow(registry, live, live.last_id, own=True)
 
-    async def subscribe(registry: RunRegistry, entry: Any, params: Any) -> AsyncIterator[dict[str, Any]]:
-        view = await find(registry, entry, params.get("id") if isinstance(params, dict) else None)
+    async def subscribe(request: Request, registry: RunRegistry, entry: Any, params: Any
+                        ) -> AsyncIterator[dict[str, Any]]:
+        view = await find(request, registry, entry, params.get("id") if isinstance(params, dict) else None)
         live = registry.live.get(view["id"])
         if live is None:
             raise unsupported(f"task {view['id']} is not working here ({status_of(view, '')['state']}): "
@@ -218,12 +226,15 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     # ------------------------------------------------------------------ tasks
 
-    async def find(registry: RunRegistry, entry: Any, task_id: Any) -> dict[str, Any]:
+    async def find(request: Request, registry: RunRegistry, entry: Any, task_id: Any, write: bool = False
+                   ) -> dict[str, Any]:
         if not isinstance(task_id, str) or not RUN_ID.match(task_id):
             raise task_not_found(str(task_id))
         view = await registry.view(task_id)
         if view is None or view["target"] != entry.id:
             raise task_not_found(task_id)
+        if await ctx.owners.check(request, run_key(view), task_id, write=write):
+            raise task_not_found(task_id)  # a task in another user's context
         return view
 
     async def task_view(registry: RunRegistry, task_id: str, history_length: Any = None) -> dict[str, Any]:
@@ -235,12 +246,13 @@ def routes(ctx: ServerContext) -> list[Route]:
             else None
         return task_of(view, rec.snapshot if rec is not None else None, length)
 
-    async def get_task(registry: RunRegistry, entry: Any, params: Any) -> dict[str, Any]:
-        view = await find(registry, entry, params.get("id") if isinstance(params, dict) else None)
+    async def get_task(request: Request, registry: RunRegistry, entry: Any, params: Any) -> dict[str, Any]:
+        view = await find(request, registry, entry, params.get("id") if isinstance(params, dict) else None)
         return await task_view(registry, view["id"], params.get("historyLength"))
 
-    async def cancel_task(registry: RunRegistry, entry: Any, params: Any) -> dict[str, Any]:
-        view = await find(registry, entry, params.get("id") if isinstance(params, dict) else None)
+    async def cancel_task(request: Request, registry: RunRegistry, entry: Any, params: Any) -> dict[str, Any]:
+        view = await find(request, registry, entry, params.get("id") if isinstance(params, dict) else None,
+                          write=True)
         if status_of(view, "")["state"] in FINAL_STATES:
             raise not_cancelable(f"task {view['id']} is in a final state ({status_of(view, '')['state']})")
         live = registry.live.get(view["id"])

@@ -23,6 +23,7 @@ from ..agent import RunOptions
 from .client_tools import client_calls, request_options, tool_results
 from .frames import Done, Failed, Frame, Text, answer_event, event_frame
 from .openai_api import agent_input, agui, error, respond, respond_batches
+from .owners import SessionOwners, run_key
 from .runs_registry import RegistryClosed, RunRegistry, agent_session
 from .sessions import session_input, session_key, until_end_or_disconnect
 
@@ -47,13 +48,13 @@ async def run_options(request: Request, registry: RunRegistry, entry: Entry, too
     return options
 
 
-async def start_agent_run(request: Request, registry: RunRegistry, entry: Entry,
+async def start_agent_run(request: Request, registry: RunRegistry, owners: SessionOwners, entry: Entry,
                           messages: list[dict[str, Any]], key: str | None, options: RunOptions | None,
                           stream: bool, results: Any = None) -> LiveRun | Response:
     """The LiveRun answering this request (listened to), or the Response that refuses it. `results`: the
     request's trailing tool results (client_tools.tool_results / output_results); when they answer a
     waiting run of this agent, that run goes on with them, else a new run starts on `messages` (after
-    the session `key`'s history)."""
+    the session `key`'s history). Another user's session, or run in one, is refused (`owners`)."""
     # The answer's listener wakes only for events that make frames for this client: not for tool calls
     # and results unless it asked for them (agui), nor for step and model-call ends.
     keep = None if stream and agui(request) else answer_event
@@ -63,10 +64,12 @@ async def start_agent_run(request: Request, registry: RunRegistry, entry: Entry,
         return results
     try:
         if results is not None:
-            live = await _continue(registry, entry, results[0], results[1], options, keep)
+            live = await _continue(request, registry, owners, entry, results, options, keep)
             if live is not None:
                 return live
-        key = agent_session(entry.id, key)
+        shown, key = key, agent_session(entry.id, key)
+        if registry.sessions and (refused := await owners.check(request, key, shown or "", write=True)):
+            return refused.openai()
         data = await session_input(registry, key, messages)
         # Checkpointed (status, messages) but without an event log: a token stream per chat is not worth
         # keeping; runs started through the runs API have one.
@@ -85,15 +88,19 @@ class _Refused(Exception):
         self.response = response
 
 
-async def _continue(registry: RunRegistry, entry: Entry, run_id: str, answers: dict[str, Any],
-                    options: RunOptions | None, keep: Callable[[Event], bool] | None) -> LiveRun | None:
-    """The waiting run `run_id` resumed with the client's tool results, or None when no such run is known
-    here (a plain conversation then)."""
+async def _continue(request: Request, registry: RunRegistry, owners: SessionOwners, entry: Entry,
+                    results: tuple[str, dict[str, Any]], options: RunOptions | None,
+                    keep: Callable[[Event], bool] | None) -> LiveRun | None:
+    """The waiting run `results` names resumed with the client's tool results (its answers), or None when
+    no such run is known here (a plain conversation then)."""
     from ..state import RunConflictError, RunNotFoundError, StateError
 
+    run_id, answers = results
     view = await registry.view(run_id)
     if view is None:
         return None
+    if refused := await owners.check(request, run_key(view), f"{view['session']}", write=True):
+        raise _Refused(refused.openai())
     if view["target"] != entry.id:
         raise _Refused(error(400, f"these tool results answer a run of {view['target']!r}; send them with "
                                   f"model {view['target']!r}", code="invalid_tool_results"))
@@ -150,8 +157,8 @@ async def answer_or_leave(request: Request, registry: RunRegistry, live: LiveRun
     return resp
 
 
-async def agent_chat(request: Request, registry: RunRegistry, entry: Entry, body: dict[str, Any],
-                     model: str, stream: bool) -> Response:
+async def agent_chat(request: Request, registry: RunRegistry, owners: SessionOwners, entry: Entry,
+                     body: dict[str, Any], model: str, stream: bool) -> Response:
     """A chat completion of agent `entry` (see the module doc): `tools`, `tool_choice` and
     `response_format` apply to the run."""
     key = session_key(request, body)
@@ -162,7 +169,7 @@ async def agent_chat(request: Request, registry: RunRegistry, entry: Entry, body
     if isinstance(options, Response):
         return options
     messages = agent_input(body)["messages"]
-    live = await start_agent_run(request, registry, entry, messages, key, options, stream)
+    live = await start_agent_run(request, registry, owners, entry, messages, key, options, stream)
     if isinstance(live, Response):
         return live
     batches = agent_batches(registry, live, entry.obj.config.model,

@@ -36,6 +36,7 @@ from .context import ServerContext
 from .flows_routes import _SESSION_ID, mask_secrets
 from .frames import Done, Failed, Reasoning, Text, Tool, Trace, chain_frames
 from .login import flow_user
+from .owners import SessionOwners, chain_key, run_key
 from .runs_registry import LiveRun, RegistryClosed, RunRegistry, agent_session
 from .sessions import chain_session_metadata, session_input, unavailable, wire_chain_sessions
 from .sse import SSE_HEADERS, sse
@@ -70,8 +71,12 @@ def routes(ctx: ServerContext) -> list[Route]:
         s = AguiStream(inp.thread_id, inp.run_id)
         batches: Batches | Response
         if entry.kind == "agent":
-            batches = await agent_batches(request, registry, entry, inp, s)
+            batches = await agent_batches(request, registry, ctx.owners, entry, inp, s)
         elif entry.kind == "chain":
+            durable = ctx.durable("chain", entry.id)
+            owned = chain_key(entry.id, inp.thread_id) if registry.sessions and durable is None else None
+            if refused := await ctx.owners.check(request, owned, inp.thread_id, write=True):
+                return refused.plain()
             batches = chain_batches(registry, entry, inp, s)
         else:
             batches = await flow_batches(request, entry, inp, s)
@@ -118,6 +123,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         if text is None:
             return _err(400, "a flow needs a user message: the last one in messages is sent to it",
                         "invalid_input")
+        if refused := await ctx.owners.check(request, flow.session_key(sid), sid, write=True):
+            return refused.plain()
         user = flow_user(ctx, request, flow, None)
         return _flow_turn(flow, await ctx.flows.store(), sid, text, user, s)
 
@@ -155,8 +162,8 @@ def _node_step(s: AguiStream, chain_id: str, event: dict[str, Any]) -> list[dict
 
 # ---------------------------------------------------------------------------------------------- agents
 
-async def agent_batches(request: Request, registry: RunRegistry, entry: Any, inp: AguiInput,
-                        s: AguiStream) -> Batches | Response:
+async def agent_batches(request: Request, registry: RunRegistry, owners: SessionOwners, entry: Any,
+                        inp: AguiInput, s: AguiStream) -> Batches | Response:
     from ..state import RunConflictError, RunNotFoundError, StateError
 
     options = await run_options(request, registry, entry, inp.tools, None, None, "response_format")
@@ -168,6 +175,13 @@ async def agent_batches(request: Request, registry: RunRegistry, entry: Any, inp
         return _err(400, str(e), "invalid_resume")
     if isinstance(answered, Response):
         return answered
+    # The session (threadId, with --state) and a run it answers: another user's are not found.
+    owned = [(agent_session(entry.id, inp.thread_id), inp.thread_id)] if registry.sessions else []
+    if answered is not None and (view := await registry.view(answered[0])) is not None:
+        owned.append((run_key(view), f"{view['session']}"))
+    for key, shown in owned:
+        if refused := await owners.check(request, key, shown, write=True):
+            return refused.plain()
     live: LiveRun | None = None
     try:
         if answered is not None:

@@ -23,6 +23,7 @@ from .auth import KeyStore
 from .catalog import Catalog
 from .config import ServerConfig
 from .openai_api import error
+from .owners import SessionOwners
 
 if TYPE_CHECKING:
     from ..state import Store
@@ -108,6 +109,7 @@ class ServerContext:
     rate_limiter: RateLimiter | None = None  # ops.setup, with a rate limit
     watcher: CatalogWatcher | None = None  # ops.setup, with `watch`
     login_secret: bytes | None = None  # login: the secret signing this app's tokens, made on first use
+    owners: SessionOwners = field(default_factory=SessionOwners)  # login, with users: sessions' owners
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     # Called, in order, when the app starts (inside the server's event loop: open stores, start
     # background tasks such as the folder watcher).

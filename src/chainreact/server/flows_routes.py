@@ -11,7 +11,8 @@ sends `Accept: application/json` (without text/event-stream) or `"stream": false
 the `chainreact flow send --json` form plus `session` and `events` (no deltas). The turn's tool calls are
 always among its events (`tool_call`, `tool_result`, the flow's form): this is not OpenAI's framing, and
 X-Stream-Protocol means nothing here (on /v1/chat/completions an agui client gets them as tool frames).
-The user: see server/flows_runtime.py (a login token wins over the body's `user`).
+The user: see server/flows_runtime.py (a login token wins over the body's `user`). With logins, a
+session belongs to the user who started it: others get 404 (server/owners.py).
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             if name in body and not isinstance(body[name], bool):
                 return _fail(400, f"'{name}' must be true or false", "bad_request")
         sid = request.path_params["sid"]
+        if refused := await ctx.owners.check(request, flow.session_key(sid), sid, write=True):
+            return refused.plain()
         user = flow_user(ctx, request, flow, body.get("user"))
         text, group = body["text"], body.get("group")
         if _wants_json(request, body):
@@ -121,6 +124,8 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(flow, Response):
             return flow
         sid = request.path_params["sid"]
+        if refused := await ctx.owners.check(request, flow.session_key(sid), sid, write=False):
+            return refused.plain()
         rec = await (await runtime.store()).get_run(flow.session_key(sid))
         snap = rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else {}
         ended = bool(snap.get("ended"))

@@ -31,6 +31,7 @@ Read here: `ctx.config.users` (a UserStore, users.py), `ctx.config.secret`, `ctx
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .context import BodyTooLarge, ServerContext, rate_limited, read_body
+from .owners import SessionOwners
 from .ratelimit import RateLimiter, parse_rate
 from .users import (
     DEFAULT_TOKEN_TTL,
@@ -81,13 +83,17 @@ def request_token(ctx: ServerContext, request: Request) -> str | None:
 
 def request_user(ctx: ServerContext, request: Request) -> dict[str, Any] | None:
     """The logged-in user of a request (its `public()` form), or None."""
-    users = ctx.config.users
-    token = request_token(ctx, request)
-    if token is None or users is None:
+    name = user_name(ctx, request)
+    return ctx.config.users.users[name].public() if name is not None and ctx.config.users else None
+
+
+def user_name(ctx: ServerContext, request: Request) -> str | None:
+    """The name of the request's logged-in user (a valid token of a user in the users file), or None."""
+    users, token = ctx.config.users, request_token(ctx, request)
+    if users is None or token is None:
         return None
     name = read_token(_secret(ctx), token)
-    user = users.users.get(name) if name is not None else None
-    return user.public() if user is not None else None
+    return name if name is not None and name in users.users else None
 
 
 def flow_user(ctx: ServerContext, request: Request, flow: Any, given: Any) -> dict[str, Any]:
@@ -172,9 +178,11 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     if ctx.config.users is not None:
         _secret(ctx)  # warn at start, not at the first login, when the secret is random
+        # With logins, a session belongs to the user who started it (server/owners.py).
+        ctx.owners = SessionOwners(functools.partial(user_name, ctx), ctx.flows.store)
     return [Route("/api/v1/login", login, methods=["POST"])]
 
 
 __all__ = ["DEFAULT_TOKEN_TTL", "SECRET_ENV", "TOKEN_HEADER", "User", "UserStore", "flow_user",
            "hash_password", "make_token", "needs_login", "read_token", "request_user", "routes",
-           "server_secret", "verify_password"]
+           "server_secret", "user_name", "verify_password"]

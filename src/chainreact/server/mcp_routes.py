@@ -34,6 +34,7 @@ from starlette.routing import BaseRoute, Route
 
 from .catalog import Entry
 from .context import ServerContext
+from .login import flow_user
 
 log = logging.getLogger("chainreact.server")
 
@@ -186,7 +187,7 @@ def _manager(ctx: ServerContext) -> Any:
             elif entry.kind == "chain":
                 text, data = await _call_chain(ctx, entry, args)
             else:
-                text, data = await _call_flow(ctx, entry, args)
+                text, data = await _call_flow(ctx, entry, args, getattr(rctx, "request", None))
         except ToolFailure as e:
             return types.CallToolResult(content=[types.TextContent(text=str(e))], is_error=True)
         except Exception as e:  # a failed run is the tool's error, never the session's
@@ -287,12 +288,18 @@ async def _call_chain(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
     return out, parsed if isinstance(parsed, dict) else None
 
 
-async def _call_flow(ctx: ServerContext, entry: Entry, args: dict[str, Any]) -> tuple[str, Any]:
+async def _call_flow(ctx: ServerContext, entry: Entry, args: dict[str, Any],
+                     request: Request | None) -> tuple[str, Any]:
     text, session = args.get("text"), args.get("session") or "mcp-" + secrets.token_hex(8)
     if not isinstance(text, str) or not isinstance(session, str):
         raise ToolFailure("'text' (and 'session', when given) must be strings")
     flow = await ctx.flows.flow(entry.id)
-    turn = await flow.send(session, text)
+    refused = await ctx.owners.check(request, flow.session_key(session), session, write=True) \
+        if request is not None else None
+    if refused is not None:
+        raise ToolFailure(refused.message)
+    user = flow_user(ctx, request, flow, None) if request is not None else {}
+    turn = await flow.send(session, text, user=user)
     return "\n\n".join(m.content for m in turn.messages), {"session": session, **turn.to_dict()}
 
 

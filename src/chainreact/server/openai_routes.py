@@ -73,6 +73,8 @@ def routes(ctx: ServerContext) -> list[Route]:
                              code="invalid_messages")
             flow = await ctx.flows.flow(ident)
             sid = session_key(request, body)
+            if taken := await ctx.owners.check(request, flow.session_key(sid), sid, write=True):
+                return taken.openai()
             user = flow_user(ctx, request, flow, None)
             frames = flow_frames(flow, sid, text, user, stream=stream, tools=stream and agui(request))
             resp = await respond(request, frames, ident, stream)
@@ -80,11 +82,11 @@ def routes(ctx: ServerContext) -> list[Route]:
             return resp
         registry = ctx.runs
         if entry.kind == "agent" and registry is not None:
-            return await agent_chat(request, registry, entry, body, ident, stream)
+            return await agent_chat(request, registry, ctx.owners, entry, body, ident, stream)
         if entry.kind == "agent":
             frames = agent_frames(entry.obj, agent_input(body), stream=stream)
         else:
-            meta = chain_session(request, body, registry, catalog.engine)
+            meta = await chain_session(request, body, registry, catalog.engine, ctx.owners, entry.id)
             if isinstance(meta, Response):
                 return meta
             frames = chain_frames(catalog.engine, entry.id, body, stream=stream, metadata=meta,

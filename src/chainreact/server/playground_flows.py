@@ -7,7 +7,8 @@
 node's chain). `transitions`: one per way a node moves on (`from`, `to` (null = the flow ends), `label`:
 "next" for a node's own transition, else the outcome's condition). `sessions`: the flow's most recently
 active sessions in the server's store (at most MAX_SESSIONS; chainreact.flows.list_sessions), each with
-the node its next message goes to, when its last turn was saved and how many messages it has.
+the node its next message goes to, when its last turn was saved and how many messages it has; with
+logins, only those the caller may read (server/owners.py: its user's, no one's; all for an admin key).
 
     GET /playground/api/flows/{id}/sessions/{sid}   {"flow", "session", "node", "ended", "updated_at",
                                                      "messages": [{"role", "content", "text"}]}
@@ -15,7 +16,7 @@ the node its next message goes to, when its last turn was saved and how many mes
 One session: its conversation so far, the last MAX_MESSAGES messages of the store's conversation under the
 session's key: what its agent nodes keep there (each turn's user message and answer; a node with its own
 `memoryId` keeps its turns under that instead, and message nodes' texts are not kept). 404 when the store
-has no such session.
+has no such session, or it is another user's.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def session_handler(ctx: ServerContext) -> Any:
             return JSONResponse({"error": {"message": why, "code": "not_found"}}, status_code=404)
         store = await runtime.store()
         key = flow.session_key(sid)
+        if refused := await ctx.owners.check(request, key, sid, write=False):
+            return refused.plain()
         rec = await store.get_run(key)
         if rec is None:
             why = f"flow {ident!r} has no session {sid!r}; GET /playground/api/flows/{ident} lists them"
@@ -119,6 +122,10 @@ def flow_handler(ctx: ServerContext) -> Any:
         if flow is None:
             why = f"no flow with id {ident!r}; GET /api/v1/flows lists them"
             return JSONResponse({"error": {"message": why, "code": "not_found"}}, status_code=404)
-        return JSONResponse({**describe(flow), "sessions": await sessions(flow, await runtime.store())})
+        found = await sessions(flow, await runtime.store())
+        # Only the sessions this caller may read: its user's and no one's (all for an admin key).
+        shown = await ctx.owners.visible(request, [flow.session_key(s["session"]) for s in found])
+        found = [s for s in found if flow.session_key(s["session"]) in shown]
+        return JSONResponse({**describe(flow), "sessions": found})
 
     return flow_view

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .context import ServerContext
+from .owners import run_key
 
 MAX_RUNS = 20
 # Runs of every agent and chain (and flows' sessions) share the store's run list: look this far back.
@@ -47,6 +48,8 @@ def runs_handler(ctx: ServerContext, kind: str = "agent") -> Any:
             view = await registry.view(rec.run_id)
             if view is None or view.get("kind") != kind or view.get("target") != ident:
                 continue
+            if await ctx.owners.check(request, run_key(view), "", write=False):
+                continue  # a run in another user's session
             answer = (view.get("result") or {}).get("content") or view.get("error") or ""
             items.append({"id": view["id"], "status": view["status"], "session": view.get("session"),
                           "created_at": view.get("created_at"), "updated_at": view.get("updated_at"),
@@ -70,6 +73,8 @@ def cassette_handler(ctx: ServerContext, kind: str = "agent") -> Any:
         if view is None or view.get("kind") != kind or view.get("target") != ident:
             return JSONResponse({"error": {"message": f"no run {run_id!r} of the {_NAMES[kind]} {ident!r}",
                                            "code": "not_found"}}, status_code=404)
+        if refused := await ctx.owners.check(request, run_key(view), f"{view['session']}", write=False):
+            return refused.plain()
         try:
             data = await export_run(ctx.store, run_id)
         except StateError as e:

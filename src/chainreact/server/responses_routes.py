@@ -30,6 +30,7 @@ from .frames import chain_frames
 from .login import flow_user
 from .openai_api import SseResponse, error
 from .openai_routes import agent_only, served
+from .owners import chain_key, run_key
 from .responses_api import (
     input_messages,
     parse_request,
@@ -105,7 +106,8 @@ def routes(ctx: ServerContext) -> list[Route]:
                 return history
             system = [m for m in messages if m["role"] == "system"]
             messages = [*system, *history, *(m for m in messages if m["role"] != "system")]
-        live = await start_agent_run(request, registry, entry, messages, key, options, stream, results)
+        live = await start_agent_run(request, registry, ctx.owners, entry, messages, key, options, stream,
+                                     results)
         if isinstance(live, Response):
             return live
         shell = ResponseShell(run_response_id(live.run_id), entry.id, body)
@@ -130,6 +132,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             hint = "" if registry.persist_chats else " (responses are kept when the server has --state)"
             return error(404, f"no response {prev!r} of an agent here{hint}",
                          code="previous_response_not_found")
+        if refused := await ctx.owners.check(request, run_key(view), f"{view['session']}", write=False):
+            return refused.openai()
         if view["status"] == "interrupted":
             return error(400, f"response {prev!r} waits for the results of its function calls: send them as "
                               "function_call_output items", code="invalid_input")
@@ -151,6 +155,8 @@ def routes(ctx: ServerContext) -> list[Route]:
                 return shell, error(400, "a flow needs a user message: the last one in 'input' is sent to it",
                                     code="invalid_input")
             flow = await ctx.flows.flow(entry.id)
+            if refused := await ctx.owners.check(request, flow.session_key(sid), sid, write=True):
+                return shell, refused.openai()
             return shell, flow_frames(flow, sid, text, flow_user(ctx, request, flow, None), stream=stream)
         meta: dict[str, str] = {}
         rid = "resp_" + secrets.token_hex(8)
@@ -160,6 +166,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             if isinstance(named, Response):
                 return ResponseShell(rid, entry.id, body), named
             named = named or "s-" + secrets.token_hex(8)
+            if refused := await ctx.owners.check(request, chain_key(entry.id, named), named, write=True):
+                return ResponseShell(rid, entry.id, body), refused.openai()
             wire_chain_sessions(registry, catalog.engine)
             meta, rid = chain_session_metadata(named), session_response_id(named)
         elif session is not None:

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from .context import ServerContext
 from .frames import chain_frames
 from .openai_api import error, parse_chat_request, respond
-from .sessions import chain_session, wire_chain_sessions
+from .sessions import chain_session, message_session, wire_chain_sessions
 
 
 def not_found(ident: str) -> Response:
@@ -108,14 +108,17 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = request.path_params["id"]
         if _chain(ident) is None:
             return not_found(ident)
+        msg = _message(request)
+        if refused := await message_session(request, ctx.owners, ident, msg.metadata.get("sessionKey")):
+            return refused
         wire_chain_sessions(ctx.runs, catalog.engine)
         durable = ctx.durable("chain", ident)
         if durable is None:
-            ends = await catalog.engine.run(ident, _message(request))
+            ends = await catalog.engine.run(ident, msg)
         else:  # serve --temporal: a workflow on the workers
             from ..durable import DurableRunError
 
-            run = await durable.start_chain(ident, _message(request))
+            run = await durable.start_chain(ident, msg)
             try:
                 ends = await run.result()
             except DurableRunError as e:
@@ -127,12 +130,15 @@ def routes(ctx: ServerContext) -> list[Route]:
         ident = request.path_params["id"]
         if _chain(ident) is None:
             return not_found(ident)
+        msg = _message(request)
+        if refused := await message_session(request, ctx.owners, ident, msg.metadata.get("sessionKey")):
+            return refused
         wire_chain_sessions(ctx.runs, catalog.engine)
         durable = ctx.durable("chain", ident)
         if durable is None:
-            ctx.spawn(catalog.engine.run(ident, _message(request)))
+            ctx.spawn(catalog.engine.run(ident, msg))
         else:  # the workflow is started before the answer; it runs on in the workers
-            await durable.start_chain(ident, _message(request))
+            await durable.start_chain(ident, msg)
         return JSONResponse({"id": ident, "accepted": True})
 
     @ctx.guard("execute", "id")
@@ -144,7 +150,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(body, Response):
             return body
         stream = bool(body.get("stream"))
-        meta = chain_session(request, body, ctx.runs, catalog.engine)
+        meta = await chain_session(request, body, ctx.runs, catalog.engine, ctx.owners, ident)
         if isinstance(meta, Response):
             return meta
         frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta,

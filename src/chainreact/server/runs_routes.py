@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from .chat_messages import message_problem
 from .context import ServerContext
+from .owners import chain_key, run_key
 from .runs_registry import (
     FINAL_STATUSES,
     RUN_ID,
@@ -185,7 +186,9 @@ def routes(ctx: ServerContext) -> list[Route]:
         session = _session(body)
         if isinstance(session, Response):
             return session
-        session = agent_session(ident, session)
+        shown, session = session, agent_session(ident, session)
+        if refused := await ctx.owners.check(request, session, f"{shown}", write=True):
+            return refused.plain()
         data = await session_input(registry, session, msgs)
         try:
             live = registry.start_agent(entry.obj, ident, data, session=session, detached=flags[1])
@@ -211,6 +214,8 @@ def routes(ctx: ServerContext) -> list[Route]:
             return _err(400, "durable chain runs (serve --temporal) keep no sessions", "sessions_disabled")
         meta: dict[str, str] = {}
         if session is not None:
+            if refused := await ctx.owners.check(request, chain_key(ident, session), session, write=True):
+                return refused.plain()
             wire_chain_sessions(registry, catalog.engine)
             meta = chain_session_metadata(session)
         try:
@@ -240,6 +245,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         if not _allowed(request, permission, view["target"]):
             return _err(403, f"this API key lacks the {permission!r} permission on {view['target']!r}",
                         "permission_denied")
+        # A run in another user's session is not found (an admin key may read it).
+        if refused := await ctx.owners.check(request, run_key(view), f"{view['session']}",
+                                             write=permission != "read"):
+            return refused.plain()
         return view
 
     @ctx.guard("read")

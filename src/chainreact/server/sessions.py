@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .openai_api import error
+from .owners import SessionOwners, chain_key
 from .runs_registry import RunRegistry
 
 MAX_KEY = 200
@@ -66,15 +67,39 @@ def wire_chain_sessions(registry: RunRegistry | None, engine: Any) -> None:
         engine.services["sessions"] = registry.store
 
 
-def chain_session(request: Request, body: dict[str, Any], registry: RunRegistry | None,
-                  engine: Any) -> dict[str, str] | Response:
-    """The message metadata that puts a chat request to a chain in its session (none without a key or
-    without sessions), or the 400 saying why the key is refused."""
+async def chain_session(request: Request, body: dict[str, Any], registry: RunRegistry | None,
+                        engine: Any, owners: SessionOwners, chain_id: str) -> dict[str, str] | Response:
+    """The message metadata that puts a chat request to chain `chain_id` in its session (none without a
+    key or without sessions), or the 400 saying why the key is refused (404: another user's session)."""
     key = session_key(request, body)
     if isinstance(key, Response) or key is None or registry is None or not registry.sessions:
         return key if isinstance(key, Response) else {}
+    if refused := await owners.check(request, chain_key(chain_id, key), key, write=True):
+        return refused.openai()
     wire_chain_sessions(registry, engine)
     return chain_session_metadata(key)
+
+
+# Store keys of the server's own conversations (agents', flows', chains' nodes'): a chain message's own
+# `sessionKey` may not name them, or the chain's agent nodes would read and write them as their own.
+RESERVED_KEYS = ("agent:", "chain:", "flow:", "flowmem:")
+
+
+async def message_session(request: Request, owners: SessionOwners, chain_id: str,
+                          key: str | None) -> Response | None:
+    """None, or the refusal of the `sessionKey` metadata a client gave a chain message itself (RuleGo's
+    execute and notify take it from X-Session-Key or the query): 400 for a key in the server's own
+    namespaces (RESERVED_KEYS), 404 for another user's session (`chain:<id>:<key>`, as on the chat
+    routes)."""
+    if not key:
+        return None
+    if key.startswith(RESERVED_KEYS):
+        return JSONResponse({"error": {"message": f"sessionKey {key[:80]!r}: keys starting with "
+                                                  f"{', '.join(RESERVED_KEYS)} are the server's own "
+                                                  "conversations; name the session otherwise",
+                                       "code": "invalid_session_key"}}, status_code=400)
+    refused = await owners.check(request, chain_key(chain_id, key), key, write=True)
+    return refused.plain() if refused is not None else None
 
 
 def chain_session_metadata(key: str) -> dict[str, str]:
