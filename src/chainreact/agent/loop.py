@@ -39,6 +39,7 @@ from ..types import (
     ReasoningChunk,
     ReasoningDelta,
     RunStart,
+    RunWarning,
     StepEnd,
     TextChunk,
     TextDelta,
@@ -52,7 +53,7 @@ from .detection import DRAIN, StreamRouter
 from .inputs import build_messages, gen_messages, input_messages
 from .interrupt import ANSWER, Checkpoint, Interruption, Question, Resume, ToolInterrupt
 from .middleware import AgentContext, RunState
-from .nudges import MAX_STEPS_PROMPT, NudgeFilter, settle_answer, was_nudged
+from .nudges import MAX_STEPS_PROMPT, NudgeFilter, max_steps_warning, settle_answer, was_nudged
 from .plan import RunPlan
 from .result import RunResult
 from .special_tools import LoadTools, settle_tool_search
@@ -104,6 +105,7 @@ class ReactLoop:
         self._seq = 0
         self._usage = Usage()
         self._side: list[Event] = []  # events raised in callbacks (retries, nested agents), flushed in order
+        self._warning: dict[str, str] | None = None  # the run's RunWarning, kept in its result's metadata
 
     def _ev(self, ev: Event) -> Event:
         self._seq += 1
@@ -283,6 +285,10 @@ class ReactLoop:
                 yield self._ev(Preamble(text="".join(router.released)))
             if not msg.tool_calls or final_call:  # a completed answer is kept, even if cancel came
                 stop = "max_steps" if final_call else _stop_reason(response.finish_reason)
+                if final_call:  # a caller tells this answer from a normal one (decision 7, spec-conformance)
+                    warning = RunWarning(code="max_steps", message=max_steps_warning(limits.max_steps))
+                    self._warning = {"code": warning.code, "message": warning.message}
+                    yield self._ev(warning)
                 content = settle_answer(msg.text, state.messages, plan.agent) if nudged else msg.text
                 if content != msg.text and state.messages and state.messages[-1] is msg:
                     # The history keeps the answer, not the echo.
@@ -432,6 +438,8 @@ class ReactLoop:
             reasoning=reasoning if keep_think else None,
             metadata={"run_id": self.run_id, "agent": self.plan.agent},
         )
+        if self._warning is not None:
+            result.metadata["warning"] = self._warning
         if self.plan.output_key:  # OutputKey: the answer goes into the run's session values
             values = self.plan.session_values
             if not isinstance(values, MutableMapping):

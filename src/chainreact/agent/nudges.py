@@ -31,6 +31,12 @@ MAX_STEPS_PROMPT = (
 REPEAT_PREFIX = "Error: {name} was already called "
 
 
+def max_steps_warning(max_steps: int) -> str:
+    """The `warning` event's message of a run that reached maxStep (maxStepPolicy "answer")."""
+    return (f"the run reached maxStep ({max_steps} steps): its answer was asked for without tools and the "
+            "task may be unfinished (raise maxStep, or set maxStepPolicy to 'error' to fail instead)")
+
+
 def repeat_refusal(name: str, repeats: int) -> str:
     """The doom-loop guard's result for a refused call (tool_exec.py)."""
     return (

@@ -162,6 +162,8 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
             return await _run_stream(agent, prompt)
         result = await agent.run(prompt)
         write(result.content + ("" if result.content.endswith("\n") else "\n"))
+        if isinstance(warning := result.metadata.get("warning"), dict):  # not a normal answer: say so
+            write(f"warning: {warning.get('message')}\n", sys.stderr)
         return EXIT_OK
     finally:
         await agent.aclose()
@@ -202,7 +204,8 @@ async def _run_stream(agent: Any, prompt: str) -> int:
                 for_final += event.text
                 text_open = bool(event.text) and not event.text.endswith("\n")
                 continue
-            if text_open and t in ("tool_call", "tool_result", "retry", "failover", "breaker", "error"):
+            if text_open and t in ("tool_call", "tool_result", "retry", "failover", "breaker", "warning",
+                                   "error"):
                 write("\n")
                 text_open = False
             if t == "reasoning_delta":
@@ -220,6 +223,8 @@ async def _run_stream(agent: Any, prompt: str) -> int:
                 write(f"! failover {event.from_endpoint} -> {event.to_endpoint}: {event.error}\n", err)
             elif t == "breaker":
                 write(f"! circuit breaker {event.endpoint}: {event.previous} -> {event.state}\n", err)
+            elif t == "warning":
+                write(f"warning: {event.message}\n", err)
             elif t == "final":
                 # If the answer was not streamed as deltas (e.g. a non-streamed tool step), print it now.
                 if event.content and not for_final:

@@ -9,6 +9,8 @@ which the routes turn into OpenAI chunks (SSE) or one completion.
                           the calls the model made to them (ids as the client must answer them), its text
     Failed(message, ...)  the run failed (or stopped to ask: an interrupted run, HTTP 409); nothing follows
     Trace(event)          a chain run's node or agent-node event, only when asked for (`chain_frames(trace=)`)
+    Warn(code, message)   the answer that follows is not a normal one ("max_steps": the run reached maxStep);
+                          the chat completion carries it as `warning` (openai_api.py)
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ from ..types import Event, ToolCall, Usage
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..chains import End, RuleEngine, RuleMsg
-    from ..types import Final, Interrupted, ReasoningDelta, TextDelta, ToolCallEvent, ToolResultEvent
+    from ..types import (
+        Final,
+        Interrupted,
+        ReasoningDelta,
+        RunWarning,
+        TextDelta,
+        ToolCallEvent,
+        ToolResultEvent,
+    )
 
 log = logging.getLogger("chainreact.server")
 
@@ -76,7 +86,16 @@ class Trace:
     event: dict[str, Any]
 
 
-Frame = Text | Reasoning | Tool | Done | Calls | Failed | Trace
+@dataclass(slots=True)
+class Warn:
+    code: str
+    message: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+Frame = Text | Reasoning | Tool | Done | Calls | Failed | Trace | Warn
 
 
 async def agent_frames(agent: Agent, data: Any, *, stream: bool) -> AsyncIterator[Frame]:
@@ -88,6 +107,8 @@ async def agent_frames(agent: Agent, data: Any, *, stream: bool) -> AsyncIterato
         except Exception as exc:
             yield Failed(_error_text(exc))
             return
+        if (warn := result_warning(result.metadata)) is not None:
+            yield warn
         yield Done(result.content, result.usage, model)
         return
     gen = agent.stream(data)
@@ -130,6 +151,9 @@ def event_frame(e: Event, model: str) -> Frame | None:
     if kind == _FINAL:
         final = cast("Final", e)
         return Done(final.content, final.usage, model)
+    if kind == _WARNING:
+        warning = cast("RunWarning", e)
+        return Warn(warning.code, warning.message)
     if kind == _CANCELLED:
         return Failed("the run was cancelled")
     return interrupted(e.run_id, cast("Interrupted", e).questions)
@@ -156,7 +180,7 @@ def tool_frame(e: Event) -> Tool | None:
 
 # What each event class becomes, looked up by the event's exact type (a run streams ~40 events per request,
 # most of which have no frame): filled on first sight of a class, so subclasses are classified too.
-_NO_FRAME, _TEXT, _REASONING, _TOOL_CALL, _TOOL_RESULT, _FINAL, _CANCELLED, _INTERRUPTED = range(8)
+_NO_FRAME, _TEXT, _REASONING, _TOOL_CALL, _TOOL_RESULT, _FINAL, _CANCELLED, _INTERRUPTED, _WARNING = range(9)
 _KINDS: dict[type, int] = {}
 
 
@@ -165,10 +189,16 @@ def _kind(e: Event) -> int:
 
     for cls, kind in ((ev.TextDelta, _TEXT), (ev.ReasoningDelta, _REASONING), (ev.ToolCallEvent, _TOOL_CALL),
                       (ev.ToolResultEvent, _TOOL_RESULT), (ev.Final, _FINAL), (ev.Cancelled, _CANCELLED),
-                      (ev.Interrupted, _INTERRUPTED)):
+                      (ev.Interrupted, _INTERRUPTED), (ev.RunWarning, _WARNING)):
         if isinstance(e, cls):
             return kind
     return _NO_FRAME
+
+
+def result_warning(metadata: dict[str, Any]) -> Warn | None:
+    """The Warn frame of a RunResult's metadata (the loop keeps its RunWarning there), or None."""
+    w = metadata.get("warning")
+    return Warn(str(w.get("code", "")), str(w.get("message", ""))) if isinstance(w, dict) else None
 
 
 def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:
@@ -206,8 +236,8 @@ async def chain_frames(engine: RuleEngine, chain_id: str, body: dict[str, Any], 
 
     def on_stream(m: RuleMsg) -> None:
         md = m.metadata
-        if md.get("error") == "true" or md.get("stream_completed") == "true":
-            return  # the error arrives as a Failure end; completion as the Success end
+        if md.get("error") == "true" or md.get("stream_completed") == "true" or md.get("warning"):
+            return  # the error arrives as a Failure end; completion and a warning with the Success end
         if md.get("tool_call") == "true":
             try:
                 queue.put_nowait(Tool(orjson.loads(m.data)))
@@ -233,6 +263,8 @@ async def chain_frames(engine: RuleEngine, chain_id: str, body: dict[str, Any], 
             ok = next((e for e in ends if e.relation == SUCCESS and not e.error), None)
             if ok is not None:
                 md = ok.msg.metadata
+                if md.get("warning"):  # an agent node's run reached maxStep
+                    queue.put_nowait(Warn(md["warning"], md.get("warning_message", "")))
                 queue.put_nowait(Done(ok.msg.data, _usage(md), md.get("model", "")))
             else:
                 bad = next((e for e in ends if e.relation == FAILURE or e.error), None)

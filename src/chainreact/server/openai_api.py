@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..types import ToolCall
 from .chat_messages import message_problem
-from .frames import Calls, Done, Failed, Frame, Reasoning, Text, Tool
+from .frames import Calls, Done, Failed, Frame, Reasoning, Text, Tool, Warn
 from .sse import DONE, SSE_HEADERS, sse
 
 
@@ -124,6 +124,7 @@ class SseResponse(StreamingResponse):
 async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, model: str) -> Response:
     text: list[str] = []
     reasoning: list[str] = []
+    warning: Warn | None = None
     async for f in frames:
         if isinstance(f, Failed):
             return error(f.status, f.message, f.type, f.code, extra=f.details)
@@ -131,11 +132,14 @@ async def _completion(frames: AsyncIterator[Frame], cid: str, created: int, mode
             message: dict[str, Any] = {"role": "assistant", "content": f.content}
             if reasoning:
                 message["reasoning_content"] = "".join(reasoning)
-            return JSONResponse({
-                "id": cid, "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": f.usage.to_dict(),
-            })
+            body = {"id": cid, "object": "chat.completion", "created": created, "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    "usage": f.usage.to_dict()}
+            if warning is not None:  # chainreact's extension: not a normal answer (the run reached maxStep)
+                body["warning"] = warning.to_dict()
+            return JSONResponse(body)
+        if isinstance(f, Warn):
+            warning = f
         if isinstance(f, Calls):  # the run waits for the client's own tools
             message = {"role": "assistant", "content": f.content or None,
                        "tool_calls": [_call(c) for c in f.calls]}
@@ -158,11 +162,13 @@ def _call(c: ToolCall, index: int | None = None) -> dict[str, Any]:
 
 
 def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
-           usage: dict[str, int] | None = None) -> bytes:
+           usage: dict[str, int] | None = None, warning: Warn | None = None) -> bytes:
     body: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
     if usage is not None:
         body["usage"] = usage
+    if warning is not None:  # chainreact's extension, as in the completion object
+        body["warning"] = warning.to_dict()
     return sse(body)
 
 
@@ -170,13 +176,14 @@ class SseEncoder:
     """A stream's frames as SSE bytes, one frame at a time: the first chunk carries the role; `done` once
     the stream's last frame (Done, Failed) was encoded, after which nothing more is sent."""
 
-    __slots__ = ("agui", "cid", "created", "done", "first", "model", "texts")
+    __slots__ = ("agui", "cid", "created", "done", "first", "model", "texts", "warning")
 
     def __init__(self, cid: str, created: int, model: str, agui: bool) -> None:
         self.cid, self.created, self.model, self.agui = cid, created, model, agui
         self.first = True
         self.texts = False
         self.done = False
+        self.warning: Warn | None = None
 
     def encode(self, f: Frame) -> bytes:
         """The bytes of frame `f` (b"" for a frame not sent to this client)."""
@@ -200,7 +207,11 @@ class SseEncoder:
                 delta = {"role": "assistant", "content": f.content} if self.first else {"content": f.content}
                 out = _chunk(cid, created, model, delta)
             usage = f.usage.to_dict() if f.usage.total_tokens else None
-            return out + _chunk(cid, created, model, {}, "stop", usage) + DONE
+            end = _chunk(cid, created, model, {}, "stop", usage, self.warning)
+            return out + end + DONE
+        if isinstance(f, Warn):  # goes out in the last chunk, with the finish_reason
+            self.warning = f
+            return b""
         if isinstance(f, Calls):  # the run waits for the client's own tools: their calls, then the end
             self.done = True
             parts = []

@@ -7,6 +7,7 @@ with metadata `stream=true` (server/frames.py `chain_frames`), and with a sessio
     run_start {input}      text_delta {text}     reasoning_delta {text}
     tool {event}           the agent node's TOOL_CALL_START / TOOL_CALL_RESULT object
     final {content, usage} error {error}         cancelled {mode: "immediate"}
+    warning {code, message}  an agent node's run reached maxStep (before final)
     node {chainId, nodeId, flow, relation, error, durationMs, ts, msg}     every node's IN and OUT
     model_call_end, retry, failover, breaker, tool_result {chain, node, ...}   its agent nodes' events
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..types import Usage
-from .frames import RUN_CANCELLED, Done, Failed, Reasoning, Text, Tool, Trace, chain_frames
+from .frames import RUN_CANCELLED, Done, Failed, Reasoning, Text, Tool, Trace, Warn, chain_frames
 
 
 @dataclass(slots=True)
@@ -113,6 +114,8 @@ class ChainRun(QueuedRun):
                         self.io.append(data)
                     else:
                         self._queue.put_nowait(ChainEvent(kind, rid, data))
+                elif isinstance(f, Warn):  # as an agent run's `warning` event
+                    self._queue.put_nowait(ChainEvent("warning", rid, f.to_dict()))
                 elif isinstance(f, Done):
                     self._result = ChainResult(f.content, "stop", f.usage)
                     self._queue.put_nowait(ChainEvent("final", rid, {"content": f.content,

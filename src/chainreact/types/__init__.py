@@ -14,6 +14,7 @@ from .events import (
     ReasoningDelta,
     RetryEvent,
     RunStart,
+    RunWarning,
     StepEnd,
     TextDelta,
     ToolCallEvent,
@@ -42,7 +43,7 @@ from .messages import (
 __all__ = [
     "REPORTED", "BreakerEvent", "Cancelled", "ClientEvent", "Content", "ErrorEvent", "Event", "FailoverEvent",
     "Final", "Interrupted", "Message", "ModelCallEnd", "ModelResponse", "Preamble", "ReasoningChunk",
-    "ReasoningDelta", "Reported", "RetryEvent", "Role", "RunStart", "StepEnd", "StreamItem", "TextChunk",
-    "TextDelta", "ToolCall", "ToolCallChunk", "ToolCallEvent", "ToolOutputDelta", "ToolResultEvent", "Usage",
-    "assistant", "system", "tool_result", "user",
+    "ReasoningDelta", "Reported", "RetryEvent", "Role", "RunStart", "RunWarning", "StepEnd", "StreamItem",
+    "TextChunk", "TextDelta", "ToolCall", "ToolCallChunk", "ToolCallEvent", "ToolOutputDelta",
+    "ToolResultEvent", "Usage", "assistant", "system", "tool_result", "user",
 ]

@@ -139,6 +139,16 @@ class StepEnd(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class RunWarning(Event):
+    """The run's answer is not a normal one: `code` says why ("max_steps": the run reached maxStep and
+    its answer was asked for without tools, so the task may be unfinished). Comes just before `final`."""
+
+    type: ClassVar[str] = "warning"
+    code: str
+    message: str
+
+
+@dataclass(slots=True, kw_only=True)
 class Final(Event):
     type: ClassVar[str] = "final"
     content: str

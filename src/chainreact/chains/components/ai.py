@@ -56,9 +56,9 @@ class AgentNodeConfig(NodeConfig):
 @register
 class AgentNode(Component):
     """Runs the chainreact Agent (ReAct loop) on the message. Sync: Success with the answer (metadata
-    `model` and token counts). Stream (metadata stream=true): text frames, tool frames and an end frame on
-    Stream, then Success with the full text (`full_content=true`). Errors: Failure (and, when
-    streaming, the same message on Stream)."""
+    `model` and token counts). Stream (metadata stream=true): text frames, tool frames, a warning frame
+    (a run that reached maxStep) and an end frame on Stream, then Success with the full text
+    (`full_content=true`). Errors: Failure (and, when streaming, the same message on Stream)."""
 
     type_name = "ai/agent"
     Config = AgentNodeConfig
@@ -226,6 +226,8 @@ class AgentNode(Component):
                             "content": e.content, "isError": e.is_error, "durationMs": e.duration_ms}
                     await ctx.tell_stream(frame(orjson.dumps(body).decode(), chunk="true", tool_call="true",
                                                 model=model))
+                elif isinstance(e, ev.RunWarning) and not nested:
+                    await ctx.tell_stream(frame(e.message, warning=e.code, model=model))
                 elif isinstance(e, ev.Final) and not nested:
                     rest = unstreamed_part(e.content, answer)
                     if rest:

@@ -13,7 +13,8 @@ executor that runs the agent (a seam: chainreact.durable uses it too).
   The answer is the spec's "complete merged content": with `stream`, the text told on Stream (a preamble
   the model wrote before its tool calls included, each piece once); without, the same text from the run's
   messages (`merged_content`), so a served chain answers the same whether its client streams or not. An
-  answer that is a JSON object or array is given alone, so it stays parseable;
+  answer that is a JSON object or array is given alone, so it stays parseable. A run that reached maxStep
+  adds metadata `warning=max_steps` and `warning_message` (its RunWarning event);
 - any error is the node's Failure with `Type: message` as data (with `stream`, also an error frame on
   Stream); a cancel is not caught.
 
@@ -184,6 +185,10 @@ async def agent_node_step(ctx: NodeContext, msg: RuleMsg, io: AgentNodeIO, *, st
     out.metadata.update(usage_meta(result.usage))
     if stream:
         out.metadata["full_content"] = "true"
+    warning = result.metadata.get("warning")
+    if isinstance(warning, dict):  # the run reached maxStep: tell this answer from a normal one
+        out.metadata["warning"] = str(warning.get("code", ""))
+        out.metadata["warning_message"] = str(warning.get("message", ""))
     ctx.tell_next(out, SUCCESS)
 
 
