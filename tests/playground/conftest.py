@@ -7,10 +7,12 @@ never dirties the checkout.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from chainreact.server import Catalog, create_app
 from chainreact.testing import FakeLLM
 from tests.server.conftest import Served
 
+from . import scenario_more
 from .scenario import docs, responder
 
 CHROMIUM = "/usr/bin/chromium"
@@ -55,25 +58,37 @@ def browser() -> Iterator[webdriver.Chrome]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+@contextmanager
+def serving(folder: Path, make_docs: Callable[[str], dict[str, dict[str, Any]]],
+            respond: Callable[[dict[str, Any]], dict[str, Any]]) -> Iterator[Served]:
+    """A real uvicorn server of the documents `make_docs(fake model's URL)` (written into `folder`) over a
+    FakeLLM answering with `respond`."""
+    llm = FakeLLM(respond)
+    llm.start()
+    try:
+        for name, doc in make_docs(llm.url).items():
+            (folder / name).write_text(json.dumps(doc) if isinstance(doc, dict) else doc)
+        catalog = Catalog.load([folder])
+        assert not catalog.problems, catalog.problems
+        with Served(create_app(catalog)) as srv:
+            yield srv
+    finally:
+        llm.stop()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """A real uvicorn server of scenario.py's agents, chains and flow over a FakeLLM (one per test module:
     a module's tests may count the runs it made)."""
-    import json
-
-    llm = FakeLLM(responder)
-    llm.start()
-    folder = tmp_path_factory.mktemp("served")
-    for name, doc in docs(llm.url).items():
-        (folder / name).write_text(json.dumps(doc))
-    catalog = Catalog.load([folder])
-    assert not catalog.problems, catalog.problems
-    srv = Served(create_app(catalog)).__enter__()
-    try:
+    with serving(tmp_path_factory.mktemp("served"), docs, responder) as srv:
         yield srv
-    finally:
-        srv.__exit__()
-        llm.stop()
+
+
+@pytest.fixture(scope="module")
+def more(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A real uvicorn server of scenario_more.py's documents (Markdown, secrets, user flows, a big chain)."""
+    with serving(tmp_path_factory.mktemp("more"), scenario_more.docs, scenario_more.responder) as srv:
+        yield srv
 
 
 def console_errors(driver: webdriver.Chrome) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@
 import { getJSON, streamSSE } from "./api.js";
 import { h, pretty } from "./dom.js";
 import { drawGraph } from "./graph.js";
+import { fillMarkdown } from "./markdown.js";
 
 const END = "\u0000end";
 
@@ -98,7 +99,7 @@ export class FlowView {
         got.node : `At ${got.node}`, ` · last message ${new Date(got.updated_at * 1000).toLocaleString()}`),
       got.messages.length ? h("div", { id: "flow-conversation" }, got.messages.map((m) =>
         h("div", { class: `msg ${m.role}`, "data-role": m.role, title: m.text !== m.content ? m.content : null },
-          h("div", { class: "who" }, m.role === "user" ? "User" : "Assistant"), h("div", { class: "text" }, m.text))))
+          h("div", { class: "who" }, m.role === "user" ? "User" : "Assistant"), answerText(m.text, m.role !== "user"))))
         : h("p", { class: "muted" }, "No message kept: only agent nodes keep the conversation.")]);
   }
 
@@ -140,10 +141,11 @@ export class FlowView {
               live = box(ev.node);
               live.classList.add("streaming");
             }
-            live.querySelector(".text").textContent += ev.text;
+            live.raw = (live.raw || "") + ev.text;
+            fillMarkdown(live.querySelector(".text"), live.raw);
           } else if (ev.event === "message") {
             const el = live && live.dataset.node === ev.node ? live : box(ev.node);
-            el.querySelector(".text").textContent = ev.content;
+            fillMarkdown(el.querySelector(".text"), ev.content);
             el.classList.remove("streaming");
             live = null;
           } else if (ev.event === "output") {
@@ -173,4 +175,12 @@ export class FlowView {
     this.showSessions([h("h3", {}, "Last turn"), turn,
       output !== undefined && output !== null ? h("details", {}, h("summary", {}, "Output"), h("pre", {}, pretty(output))) : null]);
   }
+}
+
+// A message's text: an answer's as Markdown, the user's as it was typed.
+function answerText(text, markdown) {
+  const el = h("div", { class: "text" });
+  if (markdown) fillMarkdown(el, text);
+  else el.textContent = text;
+  return el;
 }

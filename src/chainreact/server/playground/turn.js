@@ -3,6 +3,7 @@
 // interrupted run, answered in place.
 
 import { h, ms, pretty } from "./dom.js";
+import { fillMarkdown } from "./markdown.js";
 import { Timeline } from "./timeline.js";
 
 export class AssistantTurn {
@@ -25,7 +26,7 @@ export class AssistantTurn {
   replay() {
     if (this.record.reasoning) this.reasoningEl().lastChild.textContent = this.record.reasoning;
     for (const seg of this.record.segments) {
-      if (seg.type === "text") this.body.append(h("div", { class: "text" }, seg.text));
+      if (seg.type === "text") this.body.append(markdownEl(seg.text));
       else this.body.append(this.cardEl(seg.card, true));
     }
     this.showEnd();
@@ -121,11 +122,20 @@ export class AssistantTurn {
     if (!last || last.type !== "text") {
       last = { type: "text", text: "" };
       segs.push(last);
+      this.drawText();
       this.textEl = h("div", { class: "text" });
       this.body.append(this.textEl);
     }
     last.text += text;
-    this.textEl.textContent = last.text;
+    this.textSeg = last;
+    // Markdown is drawn again from the whole text at most once a frame, not once a delta.
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.drawText());
+  }
+
+  drawText() {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    if (this.textEl && this.textSeg) fillMarkdown(this.textEl, this.textSeg.text);
   }
 
   toolStart(id, name, args, path) {
@@ -263,6 +273,7 @@ export class AssistantTurn {
   }
 
   showEnd() {
+    this.drawText();
     this.el.setAttribute("aria-busy", "false");
     const r = this.record;
     if (r.error) {
@@ -280,6 +291,12 @@ export class AssistantTurn {
     if (r.durationMs !== undefined) parts.push(ms(r.durationMs));
     this.meta.textContent = parts.join(" · ");
   }
+}
+
+function markdownEl(text) {
+  const el = h("div", { class: "text" });
+  fillMarkdown(el, text);
+  return el;
 }
 
 function describeAnswer(a) {
