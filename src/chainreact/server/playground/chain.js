@@ -52,11 +52,9 @@ export class ChainView {
     this.nodes = (md.nodes || []).map((n, i) => ({ ...n, id: n.id || `node${i}` }));
     const edges = (md.connections || []).map((c) => ({ from: c.fromId, to: c.toId, label: c.type }));
     const first = this.nodes[md.firstNodeIndex || 0];
-    const drawn = drawGraph(
+    this.drawn = drawGraph(this.graph,
       this.nodes.map((n) => ({ id: n.id, title: n.name || n.id, subtitle: n.type })),
       edges, first ? [first.id] : [], (id) => this.select(id), `Graph of chain ${this.item.id}`);
-    this.drawn = drawn;
-    this.graph.replaceChildren(drawn.svg);
     this.showOverview();
   }
 

@@ -49,8 +49,7 @@ export class FlowView {
     const nodes = f.nodes.map((n) => ({ id: n.name, title: n.name + (n.start ? " (start)" : ""), subtitle: n.type }));
     const edges = f.transitions.map((t) => ({ from: t.from, to: t.to === null ? END : t.to, label: t.label }));
     if (edges.some((e) => e.to === END)) nodes.push({ id: END, title: "end of the flow", subtitle: "end" });
-    this.drawn = drawGraph(nodes, edges, [f.start], (id) => this.showNode(id), `Graph of flow ${f.id}`);
-    this.graph.replaceChildren(this.drawn.svg);
+    this.drawn = drawGraph(this.graph, nodes, edges, [f.start], (id) => this.showNode(id), `Graph of flow ${f.id}`);
     this.mark();
     this.showSessions();
   }
