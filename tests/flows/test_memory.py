@@ -99,3 +99,16 @@ async def test_long_term_episodic_memory_is_recalled_in_a_new_session(fake_llm: 
         store = await flow.store()
         kept = await store.memories(namespace="ltm-u1")
         assert [m.type for m in kept] == ["episodic", "episodic"] and {m.scope for m in kept} == {"chat"}
+
+
+async def test_sessions_count_the_messages_kept_under_the_users_memory_id(fake_llm: Any,
+                                                                          tmp_path: Path) -> None:
+    # Turns keep their messages under "mem-{{user.id}}"; the session (its snapshot keeps the last turn's
+    # user) counts them there. Before: 0 messages, counted under the session's own key.
+    srv = fake_llm([reply(1), reply(2), reply(3)])
+    async with Flow.from_dict(chat_flow(srv.url), state=f"sqlite:///{tmp_path}/s.db") as flow:
+        for i in range(1, 4):
+            await flow.send("s", f"m{i}", user={"id": "u1", "name": "Ann"})
+        rec = await (await flow.store()).get_run(flow.session_key("s"))
+        assert rec is not None and rec.snapshot["user"] == {"id": "u1", "name": "Ann"}
+        assert [(s.session, s.messages) for s in await flow.sessions()] == [("s", 6)]

@@ -36,3 +36,24 @@ async def test_a_flows_sessions_newest_first_with_their_node_and_conversation_si
                                 "updated_at": got[1].updated_at, "messages": 2}
     assert [s.session for s in await list_sessions(store, "help", "greet", limit=1)] == ["bob"]
     assert await list_sessions(store, "nobody", "greet") == []
+
+
+async def test_messages_kept_under_a_nodes_own_memory_id_are_counted(store: Store) -> None:
+    # The shipped support flow keeps its turns under "support-{{user.id}}": counted under the session's key
+    # only, its sessions showed "0 messages kept" (this test failed so before memory_keys).
+    from chainreact.flows import load_flow, memory_keys
+
+    flow = load_flow({"id": "help", "nodes": [
+        {"name": "greet", "type": "message", "start": True, "message": "Hi",
+         "transition": {"targetId": "agent"}},
+        {"name": "agent", "type": "aiagent", "userMessage": "{{userInput}}", "output": {"schema": {}},
+         "memory": {"memoryId": "help-{{user.id}}"}},
+        {"name": "plain", "type": "aiagent", "userMessage": "{{userInput}}", "output": {"schema": {}}}]})
+    await store.save_run("flow:help:ann", {"node": "agent", "ended": False, "user": {"id": "u7"}},
+                         status="interrupted")
+    await store.append("help-u7", [user("My shoes are late"), assistant("Noted")] * 3)
+    await store.append("flow:help:ann", [user("and a survey"), assistant("5")])
+    assert memory_keys(flow, "flow:help:ann", "ann", {"user": {"id": "u7"}}) == ["flow:help:ann", "help-u7"]
+    got = await list_sessions(store, "help", "greet", definition=flow)
+    assert [(s.session, s.messages) for s in got] == [("ann", 8)]
+    assert [s.messages for s in await list_sessions(store, "help", "greet")] == [2]  # its own key only

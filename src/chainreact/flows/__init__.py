@@ -9,12 +9,13 @@ See docs/flows.md.
 
 from __future__ import annotations
 
-from .engine import MAX_HOPS, Flow, FlowEvent, FlowMessage, SessionSummary, TurnResult, list_sessions
+from .engine import MAX_HOPS, Flow, FlowEvent, FlowMessage, TurnResult
 from .errors import FlowError, OutputValidationError
 from .model import AIAgentNode, EndNode, FlowDef, MessageNode, RuleChainNode
 from .schema import flow_json_schema
+from .sessions import SessionSummary, list_sessions, memory_keys
 from .validate import load_flow, validate
 
 __all__ = ["MAX_HOPS", "AIAgentNode", "EndNode", "Flow", "FlowDef", "FlowError", "FlowEvent", "FlowMessage",
            "MessageNode", "OutputValidationError", "RuleChainNode", "SessionSummary", "TurnResult",
-           "flow_json_schema", "list_sessions", "load_flow", "validate"]
+           "flow_json_schema", "list_sessions", "load_flow", "memory_keys", "validate"]

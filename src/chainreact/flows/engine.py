@@ -29,6 +29,7 @@ from .model import AIAgentNode, FlowDef, RuleChainNode
 from .node_steps import AgentOutcome
 from .recording import TurnRecording
 from .routing import MAX_HOPS, Session, addressed, route, turn_env
+from .sessions import SessionSummary, list_sessions
 from .validate import load_flow
 
 
@@ -44,38 +45,6 @@ class TurnResult:
         """The stable `--json` form of `chainreact flow send`."""
         return {"node": self.node, "ended": self.ended, "messages": [m.to_dict() for m in self.messages],
                 "output": self.output}
-
-
-@dataclass
-class SessionSummary:
-    """One of a flow's sessions in the store (Flow.sessions)."""
-
-    session: str
-    node: str | None  # the node its next message goes to (the start node for an ended session)
-    ended: bool
-    updated_at: float  # when its last turn was saved: the time of its last message
-    messages: int  # messages in its conversation (the agent nodes' turns kept under the session's key)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"session": self.session, "node": self.node, "ended": self.ended,
-                "updated_at": self.updated_at, "messages": self.messages}
-
-
-async def list_sessions(store: Any, flow_id: str, start: str, *, limit: int = 50) -> list[SessionSummary]:
-    """The sessions of flow `flow_id` in `store`, most recently active first (at most `limit`); `start`:
-    the flow's start node, where an ended session goes on."""
-    prefix = f"flow:{flow_id}:"
-    out: list[SessionSummary] = []
-    for rec in await store.runs(prefix=prefix, limit=limit):
-        full = await store.get_run(rec.run_id)
-        if full is None:  # deleted (reset) since it was listed
-            continue
-        snap = full.snapshot if isinstance(full.snapshot, dict) else {}
-        ended = bool(snap.get("ended"))
-        info = await store.session_info(rec.run_id)
-        out.append(SessionSummary(rec.run_id[len(prefix):], start if ended else snap.get("node"), ended,
-                                  full.updated_at, info.messages if info is not None else 0))
-    return out
 
 
 class Flow:
@@ -132,7 +101,8 @@ class Flow:
 
     async def sessions(self, *, limit: int = 50) -> list[SessionSummary]:
         """This flow's sessions in its store, most recently active first (see list_sessions)."""
-        return await list_sessions(await self.store(), self.id, self.definition.start_node.name, limit=limit)
+        return await list_sessions(await self.store(), self.id, self.definition.start_node.name, limit=limit,
+                                   definition=self.definition)
 
     async def current_node(self, session: str) -> str | None:
         """The node the session's next message goes to (the start node for a new or ended session)."""

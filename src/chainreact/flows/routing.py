@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .asking import Pending
@@ -43,6 +43,8 @@ class Session:
     vars: dict[str, Any]
     go_on: bool = False  # set by a step: the turn goes on at state.node
     pending: Pending | None = None  # an agent run waiting for the user's answer (askUserForToolsInput)
+    # The last turn's user, kept so that views of the session know it (flows/sessions.py: whose memory)
+    user: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_snapshot(cls, snap: Any, start: str) -> Session:
@@ -50,7 +52,8 @@ class Session:
         `start`."""
         if not isinstance(snap, dict) or snap.get("ended"):
             return cls(start, False, None, {})  # a new session, or one whose flow ended: start again
-        state = cls(snap.get("node"), False, snap.get("output"), dict(snap.get("vars") or {}))
+        state = cls(snap.get("node"), False, snap.get("output"), dict(snap.get("vars") or {}),
+                    user=dict(snap.get("user") or {}))
         if isinstance(snap.get("pending"), dict):
             state.pending = Pending.from_dict(snap["pending"])
         return state
@@ -58,7 +61,7 @@ class Session:
     def to_snapshot(self) -> dict[str, Any]:
         pending = self.pending.to_dict() if self.pending is not None and not self.ended else None
         return {"node": self.node, "ended": self.ended, "output": self.output, "vars": self.vars,
-                "pending": pending}
+                "pending": pending, "user": self.user}
 
     def end_event(self) -> FlowEvent:
         """The turn's last event, once the session is saved."""
@@ -84,7 +87,9 @@ class TurnIO(Protocol):
 
 def turn_env(text: str, user: Mapping[str, Any] | None, group: Mapping[str, Any] | None, session: str,
              state: Session) -> dict[str, Any]:
-    return {"userInput": text, "user": dict(user or {}), "session": {"id": session},
+    """The turn's template environment; the turn's user is the session's from now on (`state.user`)."""
+    state.user = dict(user or {})
+    return {"userInput": text, "user": dict(state.user), "session": {"id": session},
             "group": dict(group) if group is not None else None, "vars": state.vars, "output": state.output}
 
 
