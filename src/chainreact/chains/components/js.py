@@ -38,10 +38,10 @@ class _JsNode(Component):
             raise ValueError("jsScript is empty")
         self.fn = make_js(self, self.func_name, self.config.jsScript)
 
-    def call(self, ctx: NodeContext, msg: RuleMsg) -> Any:
+    async def call(self, ctx: NodeContext, msg: RuleMsg) -> Any:
         """The script's result, or _FAILED once the message went on Failure."""
         try:
-            return self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
+            return await self.fn.acall_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
         except Exception as e:
             ctx.tell_failure(msg, e)
             return _FAILED
@@ -55,7 +55,7 @@ class JsFilter(_JsNode):
     func_name = "Filter"
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        out = self.call(ctx, msg)
+        out = await self.call(ctx, msg)
         if out is not _FAILED:
             ctx.tell_next(msg, TRUE if out is True else FALSE)
 
@@ -80,7 +80,7 @@ class JsTransform(_JsNode):
         if self.pass_through:
             ctx.tell_next(msg, SUCCESS)
             return
-        out = self.call(ctx, msg)
+        out = await self.call(ctx, msg)
         if out is _FAILED:
             return
         if not isinstance(out, dict):
@@ -121,7 +121,7 @@ class JsSwitch(_JsNode):
     func_name = "Switch"
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        out = self.call(ctx, msg)
+        out = await self.call(ctx, msg)
         if out is _FAILED:
             return
         if not isinstance(out, list):
