@@ -9,6 +9,7 @@ httpx's decoder and the same cap counted per chunk.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 from chainreact.errors import MalformedResponseError
 
@@ -25,15 +26,20 @@ def too_large(url: str, limit: int) -> MalformedResponseError:
 
 
 class BoundedDecoder:
-    """Decodes one body (identity, gzip or deflate) and raises once more than `limit` bytes came out."""
+    """Decodes one body (identity, gzip or deflate) and raises once more than `limit` bytes came out.
 
-    __slots__ = ("_first", "_limit", "_total", "_url", "_z")
+    The errors are the model client's unless `too_big` / `bad` make others (the restApiCall node)."""
 
-    def __init__(self, encoding: str | None, limit: int, url: str) -> None:
+    __slots__ = ("_bad", "_first", "_limit", "_too_big", "_total", "_url", "_z")
+
+    def __init__(self, encoding: str | None, limit: int, url: str, *,
+                 too_big: Callable[[], Exception] | None = None, bad: Callable[[], Exception] | None = None):
         self._limit = limit
         self._total = 0
         self._url = url
         self._first = True
+        self._too_big = too_big or (lambda: too_large(url, limit))
+        self._bad = bad
         enc = (encoding or "").strip().lower()
         # Identity, or an encoding httpx decodes for us (the caller then feeds decoded bytes): count only.
         self._z = zlib.decompressobj(zlib.MAX_WBITS | 32) if enc in _ZLIB else None  # gzip/zlib header
@@ -49,7 +55,7 @@ class BoundedDecoder:
         if z is None:
             self._total += len(data)
             if self._total > self._limit:
-                raise too_large(self._url, self._limit)
+                raise self._too_big()
             return data
         room = self._limit - self._total
         try:
@@ -65,10 +71,12 @@ class BoundedDecoder:
                 raise self._undecodable() from None
         self._first = False
         if len(out) > room or z.unconsumed_tail:
-            raise too_large(self._url, self._limit)
+            raise self._too_big()
         self._total += len(out)
         return out
 
-    def _undecodable(self) -> MalformedResponseError:
+    def _undecodable(self) -> Exception:
+        if self._bad is not None:
+            return self._bad()
         return MalformedResponseError(f"{self._url}/chat/completions: undecodable compressed response body",
                                       endpoint=self._url, retryable=True)

@@ -1,13 +1,13 @@
-"""Action components: functions, delay, log, restApiCall (RuleGo components/action, components/external)."""
+"""Action components: functions, delay, log (RuleGo components/action); restApiCall is in rest.py."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..exprs import Template
-from ..msg import FAILURE, RuleMsg
+from ..msg import RuleMsg
 from .base import Component, NodeConfig, register
 from .js import make_js
 
@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from ..context import NodeContext
 
 log = logging.getLogger("chainreact.chains")
-_CLOSING: set[asyncio.Task[None]] = set()
 
 
 class FunctionsConfig(NodeConfig):
@@ -164,7 +163,7 @@ class Log(Component):
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
         try:
-            text = self.fn.call_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
+            text = await self.fn.acall_with_msg(msg.data, msg.data_type, msg.metadata, msg.type)
         except Exception as e:
             ctx.tell_failure(msg, e)
             return
@@ -173,110 +172,3 @@ class Log(Component):
         if sink is not None:
             sink(self.chain.id, self.node_id, str(text))
         ctx.tell_success(msg)
-
-
-class RestApiConfig(NodeConfig):
-    restEndpointUrlPattern: str = ""
-    requestMethod: str = "POST"
-    headers: dict[str, str] = {"Content-Type": "application/json"}
-    body: str = ""
-    withoutRequestBody: bool = False
-    readTimeoutMs: int = 2000
-    insecureSkipVerify: bool = False  # RuleGo defaults to true; chainreact verifies TLS unless told not to
-    proxyHost: str = ""
-    proxyPort: int = 0
-
-
-@register
-class RestApiCall(Component):
-    """Calls an HTTP endpoint (RuleGo components/external/rest_api_call_node.go). URL, headers and body
-    may hold `${...}` (metadata keys are top-level names); the body defaults to the message data. HTTP 200:
-    Success with the response body as data and metadata `status` ("200 OK"), `statusCode`; any other
-    status: Failure with the body as error and metadata `status`, `statusCode`, `errorBody`; network
-    errors: Failure with metadata `errorBody`. With `Accept` or `Content-Type: text/event-stream` each
-    server-sent `field: value` line goes on Success (metadata `eventType` = the field)."""
-
-    type_name = "restApiCall"
-    Config = RestApiConfig
-    config: RestApiConfig
-
-    def init(self) -> None:
-        c = self.config
-        if not c.restEndpointUrlPattern.strip():
-            raise ValueError("restEndpointUrlPattern is empty")
-        self.url_t = Template(c.restEndpointUrlPattern)
-        self.header_t = {Template(k): Template(v) for k, v in c.headers.items()}
-        self.body_t = Template(c.body.strip()) if c.body.strip() else None
-        self.method = c.requestMethod.upper() or "POST"
-        self.is_stream = any(c.headers.get(h, "").startswith("text/event-stream")
-                             for h in ("Accept", "Content-Type"))
-        self.has_var = (self.url_t.has_expr or (self.body_t is not None and self.body_t.has_expr)
-                        or any(k.has_expr or v.has_expr for k, v in self.header_t.items()))
-        self._client: Any = None
-
-    def _http(self) -> Any:
-        if self._client is None:
-            import httpx
-
-            proxy = (f"http://{self.config.proxyHost}:{self.config.proxyPort}"
-                     if self.config.proxyHost and self.config.proxyPort else None)
-            self._client = httpx.AsyncClient(verify=not self.config.insecureSkipVerify, proxy=proxy,
-                                             timeout=max(self.config.readTimeoutMs, 1) / 1000)
-        return self._client
-
-    async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
-        env = ctx.env(msg) if self.has_var else {}
-        url = self.url_t.render(env)
-        headers = {k.render(env): v.render(env) for k, v in self.header_t.items()}
-        content: bytes | None = None
-        if not self.config.withoutRequestBody:
-            content = (self.body_t.render(env) if self.body_t else msg.data).encode()
-        try:
-            request = self._http().build_request(self.method, url, headers=headers, content=content)
-            resp = await self._http().send(request, stream=self.is_stream)
-        except Exception as e:
-            text = str(e) or type(e).__name__
-            msg.metadata["errorBody"] = text
-            ctx.tell_failure(msg, text)
-            return
-        msg.metadata["status"] = f"{resp.status_code} {resp.reason_phrase}".strip()
-        msg.metadata["statusCode"] = str(resp.status_code)
-        if self.is_stream:
-            await self._read_stream(ctx, msg, resp)
-            return
-        if resp.status_code == 200:
-            msg.data = resp.text
-            ctx.tell_success(msg)
-        else:
-            msg.metadata["errorBody"] = resp.text
-            ctx.tell_failure(msg, resp.text or msg.metadata["status"])
-
-    async def _read_stream(self, ctx: NodeContext, msg: RuleMsg, resp: Any) -> None:
-        try:
-            if resp.status_code != 200:
-                msg.metadata["errorBody"] = (await resp.aread()).decode("utf-8", "replace")
-                ctx.tell_next(msg, FAILURE)
-                return
-            async for line in resp.aiter_lines():
-                if not line or line.startswith(":") or ":" not in line:
-                    continue
-                field, value = line.split(":", 1)
-                out = msg.copy()
-                out.metadata["eventType"] = field.strip()
-                out.data = value.strip()
-                ctx.tell_success(out)
-        except Exception as e:
-            ctx.tell_failure(msg, str(e) or type(e).__name__)
-        finally:
-            await resp.aclose()
-
-    def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return
-            task = loop.create_task(client.aclose())
-            _CLOSING.add(task)
-            task.add_done_callback(_CLOSING.discard)
