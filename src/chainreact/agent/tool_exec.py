@@ -64,9 +64,12 @@ def parse_arguments(raw: str | None) -> dict[str, Any] | str:
 
 
 def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
-    from ..tools.jsonschema_lite import validate
+    from ..tools.jsonschema_lite import SchemaError, validate
 
-    errors = validate(args, schema)
+    try:
+        errors = validate(args, schema)
+    except SchemaError as e:  # a schema no document load checked (an MCP server's): the call cannot go on
+        return f"the tool's own parameter schema cannot check them: {e}"
     return "; ".join(errors) if errors else None
 
 

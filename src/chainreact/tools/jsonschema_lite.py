@@ -10,7 +10,9 @@ minimum, maximum, exclusiveMinimum, exclusiveMaximum (number form, and the draft
 multipleOf, minLength, maxLength, pattern, minProperties, maxProperties, anyOf, oneOf, allOf, not,
 local $ref (`#/$defs/...`, `#/definitions/...`, any JSON pointer into the same document) and boolean
 schemas. Other keywords (format, if/then/else, dependencies, ...) are ignored, as validators do for
-unknown keywords. JSON semantics: true is not 1, 1.0 is an integer.
+unknown keywords. JSON semantics: true is not 1, 1.0 is an integer. `pattern` and `patternProperties`
+are ECMA-262 regular expressions run on RE2 (linear time; ecma_regex.py); one RE2 cannot run is a
+SchemaError when the schema is compiled.
 """
 
 from __future__ import annotations
@@ -262,12 +264,7 @@ class _Compiler:
         lo, hi, pat = schema.get("minLength"), schema.get("maxLength"), schema.get("pattern")
         if lo is None and hi is None and pat is None:
             return
-        rx = None
-        if pat is not None:
-            try:
-                rx = re.compile(pat)
-            except re.error as exc:
-                raise SchemaError(f"pattern {pat!r} is not a valid regular expression: {exc}") from None
+        rx = _pattern(pat, "pattern") if pat is not None else None
 
         def check_str(v: Any, p: list[Any], e: list[str]) -> None:
             if not isinstance(v, str):
@@ -276,7 +273,7 @@ class _Compiler:
                 e.append(f"{_fmt_path(p)}: string shorter than {lo} characters")
             if hi is not None and len(v) > hi:
                 e.append(f"{_fmt_path(p)}: string longer than {hi} characters")
-            if rx is not None and rx.search(v) is None:
+            if rx is not None and not _matches(rx, v):
                 e.append(f"{_fmt_path(p)}: {_short(v)} does not match pattern {pat!r}")
 
         checks.append(check_str)
@@ -292,10 +289,8 @@ class _Compiler:
             return
         props = {k: self.compile(s) for k, s in props_schema.items()}
         props_items = tuple((k, c) for k, c in props.items() if c is not _accept)
-        try:
-            patterns = tuple((re.compile(k), self.compile(s)) for k, s in pattern_props.items())
-        except re.error as exc:
-            raise SchemaError(f"patternProperties: invalid regular expression: {exc}") from None
+        patterns = tuple((_pattern(k, "patternProperties"), self.compile(s))
+                         for k, s in pattern_props.items())
         addl_check = None if addl is True or addl == {} else self.compile(addl)
 
         def check_obj(v: Any, p: list[Any], e: list[str]) -> None:
@@ -313,7 +308,7 @@ class _Compiler:
                 for k, val in v.items():
                     matched = k in props
                     for rx, c in patterns:
-                        if rx.search(k):
+                        if _matches(rx, k):
                             matched = True
                             p.append(k)
                             c(val, p, e)
@@ -421,6 +416,26 @@ class _Compiler:
                     e.append(f"{_fmt_path(p)}: must not match the 'not' schema")
 
             checks.append(check_not)
+
+
+def _pattern(pattern: Any, keyword: str) -> Any:
+    """A schema's regular expression on RE2 (ecma_regex.py): no pattern can make validation backtrack."""
+    from .builtin.linear_re import PatternError
+    from .ecma_regex import compile_ecma
+
+    if not isinstance(pattern, str):
+        raise SchemaError(f"{keyword}: expected a string, got {type_name(pattern)}")
+    try:
+        return compile_ecma(pattern)
+    except PatternError as exc:
+        raise SchemaError(f"{keyword}: {exc}") from None
+
+
+def _matches(rx: Any, text: str) -> bool:
+    try:
+        return rx.search(text) is not None
+    except UnicodeEncodeError:  # a lone surrogate: not text RE2 (UTF-8) can read, so no match
+        return False
 
 
 def _accept(v: Any, p: list[Any], e: list[str]) -> None:

@@ -35,23 +35,37 @@ class PatternError(ValueError):
 
 def compile_linear(pattern: str, *, ignore_case: bool = False) -> LinearPattern:
     """Compile `pattern` (Python `re` syntax minus backreferences and lookaround) with RE2."""
-    import re2  # lazy: the google-re2 extension is only needed once a search runs
+    # Python spells "end of text" \Z, RE2 \z; translate it so patterns written for `re` keep working.
+    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern)
+    try:
+        return compile_re2(translated, ignore_case=ignore_case, shown=pattern)
+    except RE2Error as e:
+        raise PatternError(_explain(pattern, str(e))) from None
 
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise PatternError(f"the pattern is {len(pattern)} characters long; the limit is {MAX_PATTERN_CHARS}")
+
+class RE2Error(PatternError):
+    """RE2 refused the (translated) pattern; the text is RE2's reason."""
+
+
+def compile_re2(text: str, *, ignore_case: bool = False, shown: str | None = None) -> LinearPattern:
+    """`text` (RE2 syntax) compiled with the length and memory bounds; RE2Error with RE2's reason.
+    PatternError when the pattern (`shown`: as the user wrote it) is too long."""
+    import re2  # lazy: the google-re2 extension is only needed once a pattern is used
+
+    shown = text if shown is None else shown
+    if len(shown) > MAX_PATTERN_CHARS:
+        raise PatternError(f"the pattern is {len(shown)} characters long; the limit is {MAX_PATTERN_CHARS}")
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.max_mem = MAX_PROGRAM_BYTES
     options.log_errors = False
-    # Python spells "end of text" \Z, RE2 \z; translate it so patterns written for `re` keep working.
-    translated = re.sub(r"(?<!\\)((?:\\\\)*)\\Z", r"\1\\z", pattern)
     try:
-        return re2.compile(translated, options)
+        return re2.compile(text, options)
     except re2.error as e:
         detail = e.args[0] if e.args else ""
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
-        raise PatternError(_explain(pattern, str(detail))) from None
+        raise RE2Error(str(detail)) from None
 
 
 def _explain(pattern: str, detail: str) -> str:
