@@ -126,19 +126,21 @@ def _template(text: str, ctx: TemplateContext, fld: str | None) -> Any:
 def _error(e: Exception, ctx: TemplateContext, fld: str | None, expr: str | None = None,
            pos: int | None = None) -> TemplateError:
     from .expr import ExprSyntaxError, UndefinedName
+    from .expr.errors import quote
 
     where = "".join([f" in field {fld}" if fld else "", f" in {ctx.source}" if ctx.source else ""])
     expression = getattr(e, "expression", None) if expr is None else expr
     position = getattr(e, "position", None) if pos is None else pos
     detail = getattr(e, "detail", str(e))
     variable = None
+    shown = quote(expr or "")
     if isinstance(e, ExprSyntaxError) and expr is None:
         msg = f"{detail}{where}"
     elif isinstance(e, UndefinedName):
         variable = e.name
-        msg = f"'${{{expr}}}' at position {pos}{where}: {detail} (names: global, ruleChain, metadata)"
+        msg = f"'${{{shown}}}' at position {pos}{where}: {detail} (names: global, ruleChain, metadata)"
     else:
-        msg = f"'${{{expr}}}' at position {pos}{where}: {detail}"
+        msg = f"'${{{shown}}}' at position {pos}{where}: {detail}"
     return TemplateError(msg, expression=expression, position=position, source=ctx.source, variable=variable,
                          field=fld)
 

@@ -12,12 +12,13 @@ class Expr:
 
     def __init__(self, text: str):
         from ..expr import ExprSyntaxError, compile_expr
+        from ..expr.errors import quote
 
         self.text = text
         try:
             self.prog = compile_expr(text)
         except ExprSyntaxError as e:
-            raise ValueError(f"expression {text!r} does not parse: {e}") from None
+            raise ValueError(f"expression {quote(text)!r} does not parse: {e.detail}") from None
 
     def run(self, env: dict[str, Any]) -> Any:
         return self.prog.run(env)
@@ -34,11 +35,12 @@ class Template:
         self.t: Any = None
         if self.has_expr:
             from ..expr import ExprSyntaxError, parse_template
+            from ..expr.errors import quote
 
             try:
                 self.t = parse_template(text)
             except ExprSyntaxError as e:
-                raise ValueError(f"template {text!r} does not parse: {e}") from None
+                raise ValueError(f"template {quote(text)!r} does not parse: {e.detail}") from None
             self.has_expr = bool(getattr(self.t, "has_expr", True))
 
     def render(self, env: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import values as V
-from .errors import ExprError
+from .errors import ExprError, quote
 from .registry import FUNCTIONS, MAX_PATTERN, arg_arr, arg_num, arg_str, builtin, register_function, sort_key
 
 # --- strings -----------------------------------------------------------------------------------------
@@ -137,10 +137,15 @@ def regex(pattern: str) -> Any:
         raise ExprError(f"regular expression too long (more than {MAX_PATTERN} characters)")
     import re2
 
+    options = re2.Options()
+    options.log_errors = False  # the error goes to the caller, not to stderr
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, options)
     except Exception as e:
-        raise ExprError(f"invalid regular expression {pattern!r}: {e}") from None
+        detail = e.args[0] if e.args else e
+        detail = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
+        # RE2's reason quotes the pattern again: both are cut
+        raise ExprError(f"invalid regular expression {quote(pattern)!r}: {quote(detail, 100)}") from None
 
 
 # --- numbers -----------------------------------------------------------------------------------------

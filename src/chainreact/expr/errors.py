@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from ..errors import ChainreactError
 
+MAX_QUOTE = 200  # characters of an expression (or of a value) an error message quotes
+
+
+def quote(text: str, limit: int = MAX_QUOTE) -> str:
+    """`text` as an error message shows it: whole when short, else its start and its length (an
+    expression can be 100,000 characters; the message must stay readable and small)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
 
 class ExprError(ChainreactError):
     """An expression failed: bad syntax, an undefined name (when undefined names are errors), a type
@@ -19,8 +29,7 @@ class ExprError(ChainreactError):
         """The same error, its message naming the expression (once)."""
         if self.expression is None:
             self.expression = expression
-        text = expression if len(expression) <= 120 else expression[:117] + "..."
-        self.args = (f"{self.detail} (in expression '{text}')",)
+        self.args = (f"{self.detail} (in expression '{quote(expression)}')",)
         return self
 
 

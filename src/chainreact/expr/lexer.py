@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .errors import ExprSyntaxError
+from .errors import ExprSyntaxError, quote
 
 # Token kinds
 NUM, STR, IDENT, OP, EOF = "number", "string", "identifier", "operator", "end of expression"
@@ -25,7 +25,7 @@ class Token(NamedTuple):
     def describe(self) -> str:
         if self.kind == EOF:
             return EOF
-        return f"{self.kind} {self.value!r}"
+        return f"{self.kind} {quote(str(self.value), 60)!r}"
 
 
 def tokenize(src: str) -> list[Token]:
@@ -97,7 +97,7 @@ def _number(src: str, i: int, toks: list[Token]) -> int:
         try:
             toks.append(Token(NUM, int(text, base), start))
         except ValueError:
-            raise ExprSyntaxError(f"invalid number literal {src[start:j]!r} at position {start}",
+            raise ExprSyntaxError(f"invalid number literal {quote(src[start:j], 60)!r} at position {start}",
                                   expression=src, position=start) from None
         return j
     j = i
@@ -121,7 +121,7 @@ def _number(src: str, i: int, toks: list[Token]) -> int:
                 j += 1
     text = src[start:j].replace("_", "")
     if j < n and (src[j].isalpha() or src[j] == "_"):
-        raise ExprSyntaxError(f"invalid number literal {src[start:j + 1]!r} at position {start}",
+        raise ExprSyntaxError(f"invalid number literal {quote(src[start:j + 1], 60)!r} at position {start}",
                               expression=src, position=start)
     if is_float:
         value: Any = float(text)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from .errors import ExprError, ExprSyntaxError, UndefinedName
+from .errors import ExprError, ExprSyntaxError, UndefinedName, quote
 from .program import Program, compile_expr, mode_of
 from .scope import KEEP, Scope
 from .values import MAX_STRING, to_string
@@ -101,7 +101,8 @@ def parse_template(text: str) -> Template:
             try:
                 prog = compile_expr(src)
             except ExprSyntaxError as e:
-                raise ExprSyntaxError(f"syntax error in '${{{src.strip()}}}' at position {j}: {e.detail}",
+                shown = quote(src.strip())
+                raise ExprSyntaxError(f"syntax error in '${{{shown}}}' at position {j}: {e.detail}",
                                       expression=src.strip(), position=j) from None
             if lit:
                 parts.append("".join(lit))

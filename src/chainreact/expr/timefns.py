@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from . import values as V
-from .errors import ExprError
+from .errors import ExprError, quote
 from .registry import arg_str, builtin
 
 # --- time --------------------------------------------------------------------------------------------
@@ -35,7 +35,7 @@ def _duration(s: Any) -> timedelta:
 
     m = re.fullmatch(r"([+-]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+", text)
     if not m or text in ("", "+", "-"):
-        raise ExprError(f"duration(): invalid duration {text!r}")
+        raise ExprError(f"duration(): invalid duration {quote(text, 60)!r}")
     us = 0.0
     for num, unit in re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", text):
         us += float(num) * _DURATION_UNITS[unit]
@@ -72,7 +72,7 @@ def _date(s: Any, layout: Any = None, tz: Any = None) -> datetime:
                 try:
                     t = parsedate_to_datetime(text)
                 except (TypeError, ValueError):
-                    raise ExprError(f"date(): cannot parse {text!r}") from None
+                    raise ExprError(f"date(): cannot parse {quote(text, 60)!r}") from None
     assert t is not None
     if t.tzinfo is None:
         t = t.replace(tzinfo=zone or UTC)
@@ -88,7 +88,7 @@ def _timezone(name: Any) -> Any:
     try:
         return UTC if name == "UTC" else ZoneInfo(arg_str(name, "timezone"))
     except Exception:
-        raise ExprError(f"timezone(): unknown time zone {name!r}") from None
+        raise ExprError(f"timezone(): unknown time zone {quote(str(name), 60)!r}") from None
 
 
 _GO_LAYOUT = [  # longest first
