@@ -81,6 +81,7 @@ class RestApiCall(Component):
         read, duration = c.readTimeoutMs / 1000, c.maxDurationMs / 1000  # 0: no limit
         limits = [x for x in (read, duration) if x]
         self.deadline = (duration or None) if self.is_stream else min(limits, default=None)
+        self._read_timeout = read or None
         self._client: Any = None
 
     def _http(self) -> Any:
@@ -89,8 +90,7 @@ class RestApiCall(Component):
 
             c = self.config
             proxy = f"http://{c.proxyHost}:{c.proxyPort}" if c.proxyHost and c.proxyPort else None
-            self._client = httpx.AsyncClient(verify=not c.insecureSkipVerify, proxy=proxy,
-                                             timeout=c.readTimeoutMs / 1000 or None)
+            self._client = httpx.AsyncClient(verify=not c.insecureSkipVerify, proxy=proxy)
         return self._client
 
     async def on_msg(self, ctx: NodeContext, msg: RuleMsg) -> None:
@@ -105,7 +105,10 @@ class RestApiCall(Component):
         resp: Any = None
         try:
             async with asyncio.timeout(self.deadline):
-                request = self._http().build_request(self.method, url, headers=headers, content=content)
+                # A plain response: the deadline above is the only clock (a read timeout of the same length
+                # would race it); a stream: readTimeoutMs bounds each silence.
+                request = self._http().build_request(self.method, url, headers=headers, content=content,
+                                                     timeout=self._read_timeout if self.is_stream else None)
                 resp = await self._http().send(request, stream=True)
                 msg.metadata["status"] = f"{resp.status_code} {resp.reason_phrase}".strip()
                 msg.metadata["statusCode"] = str(resp.status_code)
