@@ -59,10 +59,11 @@ _PRELUDE = r"""(function () {
   }
 })();"""
 
-# The one entry Python calls: the user's function, its result and what it threw, as the JSON text of
-# [tag, value]: V result, E error text, M out of memory, S stack overflow, X unprintable, J + [tag, text]:
-# the result could not be converted. (JSON.stringify makes a flat string; the binding cannot convert
-# the rope strings that concatenation makes.)
+# The one entry Python calls: the user's function, its result and what it threw. A boolean, a finite
+# number, null or undefined comes back as it is; anything else as the JSON text of [tag, value]: V result,
+# E error text, M out of memory, S stack overflow, X unprintable, J + [tag, text]: the result could not be
+# converted. (JSON.stringify makes a flat string; the binding cannot convert the rope strings that
+# concatenation makes.)
 _WRAPPER = r"""(function (name, body) {
   'use strict';
   const stringify = JSON.stringify, toText = String, Internal = InternalError, Range = RangeError;
@@ -81,6 +82,8 @@ _WRAPPER = r"""(function (name, body) {
   return function (msg, metadata, msgType, dataType) {
     let out;
     try { out = user(msg, metadata, msgType, dataType); } catch (e) { return stringify(describe(e)); }
+    const t = typeof out;  // values the binding converts without running any code: handed over as they are
+    if (t === 'boolean' || out == null || (t === 'number' && out - out === 0)) return out;
     try {
       return stringify(['V', out]);
     } catch (e) {
@@ -111,10 +114,10 @@ class _Interrupted(JsError):
 class _Context:
     """One QuickJS context with the wrapper, usable only from the thread that made it."""
 
-    __slots__ = ("ctx", "fn", "thread")
+    __slots__ = ("ctx", "fn", "thread", "time_limit")
 
-    def __init__(self, ctx: Any, fn: Any) -> None:
-        self.ctx, self.fn, self.thread = ctx, fn, threading.get_ident()
+    def __init__(self, ctx: Any, fn: Any, time_limit: float) -> None:
+        self.ctx, self.fn, self.thread, self.time_limit = ctx, fn, threading.get_ident(), time_limit
 
 
 class JsFunction:
@@ -140,7 +143,7 @@ class JsFunction:
             fn = ctx.eval(_WRAPPER)(self.func_name, self.body)
         except qjs.JSException as e:
             raise ValueError(f"JavaScript does not compile: {_first_line(e)}") from None
-        return _Context(ctx, fn)
+        return _Context(ctx, fn, self.time_limit)
 
     def call(self, *args: Any) -> Any:
         """Call with Python values (passed as JSON) in this thread, under the full limits."""
@@ -202,7 +205,9 @@ class JsFunction:
         # chain loaded in one thread and run by a server's loop in another) gets a context of its own.
         if c is None or c.thread != threading.get_ident():
             c = self._here = self._build()
-        c.ctx.set_time_limit(time_limit)
+        if c.time_limit != time_limit:
+            c.ctx.set_time_limit(time_limit)
+            c.time_limit = time_limit
         return c
 
     def _msg_args(self, c: _Context, data: str, data_type: str, metadata: dict[str, str],
@@ -229,6 +234,8 @@ class JsFunction:
             raise JsError(text) from None
         except qjs.StackOverflow:
             raise self._stack(c) from None
+        if type(out) is not str:
+            return out
         tag, *rest = orjson.loads(out)
         if tag == "V":
             return rest[0]
