@@ -34,6 +34,9 @@ def bomb(mb):
         _bombs[mb] = b"".join([*(z.compress(zero) for _ in range(mb)), z.flush()])
     return _bombs[mb]
 
+DRIPS = {"/trickle": (b"Content-Length: 1000000", b"x", 0.2),
+         "/sse": (b"Content-Type: text/event-stream", b"data: tick\n\n", 0.1)}
+
 async def handle(reader, writer):
     head = await reader.readuntil(b"\r\n\r\n")
     path = head.split(b" ", 2)[1].decode()
@@ -42,18 +45,13 @@ async def handle(reader, writer):
     if length:
         await reader.readexactly(length)
     try:
-        if path == "/trickle":
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+        if path in DRIPS:  # never ends: a body a byte at a time, an event stream
+            head, piece, pause = DRIPS[path]
+            writer.write(b"HTTP/1.1 200 OK\r\n" + head + b"\r\n\r\n")
             while True:
-                writer.write(b"x")
+                writer.write(piece)
                 await writer.drain()
-                await asyncio.sleep(0.2)
-        elif path == "/sse":
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
-            while True:
-                writer.write(b"data: tick\n\n")
-                await writer.drain()
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(pause)
         elif path.startswith("/big/"):
             mb = int(path.rsplit("/", 1)[1])
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (mb << 20))

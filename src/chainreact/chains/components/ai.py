@@ -20,7 +20,7 @@ from ..msg import FAILURE, RuleMsg
 from ..sessions import MemorySessionStore, SessionStore, node_session_key, unsent_part
 from ..trace import TIMELINE_EVENTS, agent_events
 from .ai_step import agent_node_step, streamed_content, unstreamed_part, usage_meta
-from .base import Component, NodeConfig, register
+from .base import Component, NodeConfig, close_soon, register
 
 if TYPE_CHECKING:
     from ...agent import Agent, RunResult
@@ -35,17 +35,10 @@ def _session_store(engine: Any) -> SessionStore:
 
 
 MAX_VARIANTS = 32
-_CLOSING: set[asyncio.Task[None]] = set()
 
 
 def _close_later(agent: Agent) -> None:
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    task = loop.create_task(agent.aclose())
-    _CLOSING.add(task)
-    task.add_done_callback(_CLOSING.discard)
+    close_soon(agent.aclose)
 
 
 class AgentNodeConfig(NodeConfig):

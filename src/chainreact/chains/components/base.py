@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -43,6 +45,19 @@ class Component:
 
 
 REGISTRY: dict[str, type[Component]] = {}
+_CLOSING: set[asyncio.Task[Any]] = set()
+
+
+def close_soon(aclose: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    """Run `aclose()` as a task of the running loop, kept until done (close() is sync; with no running
+    loop there is nothing left to close on)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    task = loop.create_task(aclose())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
 
 
 def register(cls: type[Component]) -> type[Component]:

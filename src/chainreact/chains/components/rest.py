@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..exprs import Template
 from ..msg import FAILURE, RuleMsg
-from .base import Component, NodeConfig, register
+from .base import Component, NodeConfig, close_soon, register
 
 if TYPE_CHECKING:
     from ...llm.decode import BoundedDecoder
     from ..context import NodeContext
 
-_CLOSING: set[asyncio.Task[None]] = set()
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 MAX_DURATION_MS = 300_000
 
@@ -203,10 +202,4 @@ class RestApiCall(Component):
     def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return
-            task = loop.create_task(client.aclose())
-            _CLOSING.add(task)
-            task.add_done_callback(_CLOSING.discard)
+            close_soon(client.aclose)
