@@ -120,7 +120,7 @@ def docs(llm_url: str) -> dict[str, Any]:
             {"name": "help", "type": "aiagent", "llmConfig": llm, "systemMessage": "You help shoppers.",
              "userMessage": "Customer says: {{userInput}}", "memory": {"memoryId": "shop-{{user.id}}"},
              "output": answer, "agentOutcomes": [{"condition": "{{output.done}} == true",
-                                                  "transition": {"targetId": "bye"}}]},
+                                                  "transition": {"targetId": "bye"}, "finish": False}]},
             {"name": "bye", "type": "end", "message": "Bye {{user.name}}."}]},
         "team.json": {"id": "team", "name": "Team", "description": "a desk with two colleagues", "nodes": [
             {"name": "desk", "type": "aiagent", "start": True, "llmConfig": llm,

@@ -194,7 +194,7 @@ def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser
     assert {"visited", "selected"} <= set((agent.get_attribute("class") or "").split())
     assert agent.find_element(By.CSS_SELECTOR, ".order").text == "1 session"
     said = [e.text for e in find(browser, "#flow-detail .msg .text")]
-    assert said == ["Hello!", "Noted: My shoes are late"]
+    assert said == ["My shoes are late", "Hello!", "Noted: My shoes are late"]  # the user's message first
     assert send("bob", "Hi") == "Now at agent"
     wait(browser, lambda d: agent.find_element(By.CSS_SELECTOR, ".order").text == "2 sessions")
 
@@ -205,7 +205,7 @@ def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser
                                                 if e.text), None)))
     assert browser.find_element(By.ID, "flow-status").text == "Sending…"
     wait(browser, lambda d: browser.find_element(By.ID, "flow-status").text == "Now at agent")
-    said = [e.text for e in find(browser, "#flow-detail .msg .text")]
+    said = [e.text for e in find(browser, "#flow-detail .msg[data-node] .text")]
     assert len(said) == 1 and said[0].startswith("Noted: Answer slowly. I will look into it")
     assert said[0].startswith(partial) and len(partial) < len(said[0]) and "{" not in said[0]
     assert find(browser, "#flow-turn .msg.streaming") == []

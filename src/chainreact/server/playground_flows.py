@@ -1,22 +1,25 @@
 """What the playground's flow view draws: a flow's nodes and transitions, and where its sessions stand.
 
     GET /playground/api/flows/{id}   {"id", "name", "description", "start", "nodes", "transitions",
-                                      "sessions"}
+                                      "collaborators", "sessions"}
 
 `nodes`: name, type, and a one-line summary (a message node's text, an agent node's user message, a chain
 node's chain). `transitions`: one per way a node moves on (`from`, `to` (null = the flow ends), `label`:
-"next" for a node's own transition, else the outcome's condition). `sessions`: the flow's most recently
-active sessions in the server's store (at most MAX_SESSIONS; chainreact.flows.list_sessions), each with
-the node its next message goes to, when its last turn was saved and how many messages it has; with
-logins, only those the caller may read (server/owners.py: its user's, no one's; all for an admin key).
+"next" for a node's own transition, else the outcome's condition). `collaborators`: one per collaborator
+an agent node may delegate to (`from`: the node; `node`: a node of the flow, or `file`: an agent document;
+`name`: the tool the node calls; `description`). `sessions`: the flow's most recently active sessions in
+the server's store (at most MAX_SESSIONS; chainreact.flows.list_sessions), each with the node its next
+message goes to, when its last turn was saved and how many messages its agent nodes keep; with logins,
+only those the caller may read (server/owners.py: its user's, no one's; all for an admin key).
 
     GET /playground/api/flows/{id}/sessions/{sid}   {"flow", "session", "node", "ended", "updated_at",
-                                                     "messages": [{"role", "content", "text"}]}
+                                                     "user", "memory": [{"key", "messages"}],
+                                                     "messages": [{"role", "content", "text", "key"}]}
 
-One session: its conversation so far, the last MAX_MESSAGES messages of the store's conversation under the
-session's key: what its agent nodes keep there (each turn's user message and answer; a node with its own
-`memoryId` keeps its turns under that instead, and message nodes' texts are not kept). 404 when the store
-has no such session, or it is another user's.
+One session: its last turn's `user` and its conversation so far: the last MAX_MESSAGES messages its agent
+nodes keep (each turn's user message and answer), under the session's key and under each node's own
+`memoryId` rendered for the session (chainreact.flows.memory_keys: `memory` lists them with their sizes;
+message nodes' texts are not kept). 404 when the store has no such session, or it is another user's.
 """
 
 from __future__ import annotations
@@ -56,17 +59,31 @@ def describe(flow: Any) -> dict[str, Any]:
                 transitions.append({"from": n.name, "to": None if ot.end else ot.targetId,
                                     "label": outcome.condition})
     return {"id": flow.id, "name": d.name, "description": d.description, "start": d.start_node.name,
-            "nodes": nodes, "transitions": transitions}
+            "nodes": nodes, "transitions": transitions, "collaborators": collaborators(d)}
+
+
+def collaborators(d: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for n in d.nodes:
+        team = getattr(n, "multiAgentCollaboration", None)
+        if team is None or not team.enabled:
+            continue
+        for c in team.collaborators:
+            name = c.name or c.node or (c.agentFile or "").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            out.append({"from": n.name, "node": c.node, "file": c.agentFile, "name": name,
+                        "description": c.description})
+    return out
 
 
 async def sessions(flow: Any, store: Any) -> list[dict[str, Any]]:
     from ..flows import list_sessions
 
-    found = await list_sessions(store, flow.id, flow.definition.start_node.name, limit=MAX_SESSIONS)
+    found = await list_sessions(store, flow.id, flow.definition.start_node.name, limit=MAX_SESSIONS,
+                                definition=flow.definition)
     return [s.to_dict() for s in found]
 
 
-def shown(message: Any) -> dict[str, Any]:
+def shown(message: Any, key: str) -> dict[str, Any]:
     """A message of a session's conversation as the page shows it: `text` is an answer's text field
     (response, answer, ...) when the agent answered with a JSON object (a structured output), else the
     content as it is."""
@@ -81,7 +98,7 @@ def shown(message: Any) -> dict[str, Any]:
             value = None
         if isinstance(value, dict):
             text = next((value[k] for k in TEXT_FIELDS if isinstance(value.get(k), str)), content)
-    return {"role": message.role, "content": content, "text": text}
+    return {"role": message.role, "content": content, "text": text, "key": key}
 
 
 def session_handler(ctx: ServerContext) -> Any:
@@ -102,12 +119,19 @@ def session_handler(ctx: ServerContext) -> Any:
         if rec is None:
             why = f"flow {ident!r} has no session {sid!r}; GET /playground/api/flows/{ident} lists them"
             return JSONResponse({"error": {"message": why, "code": "not_found"}}, status_code=404)
+        from ..flows import memory_keys
+
         snap = rec.snapshot if isinstance(rec.snapshot, dict) else {}
         ended = bool(snap.get("ended"))
-        history = await store.history(key, last=MAX_MESSAGES)
+        memory, messages = [], []
+        for where in memory_keys(flow.definition, key, sid, snap):
+            info = await store.session_info(where)
+            memory.append({"key": where, "messages": info.messages if info is not None else 0})
+            messages += [shown(m, where) for m in await store.history(where, last=MAX_MESSAGES)]
         return JSONResponse({"flow": flow.id, "session": sid, "ended": ended, "updated_at": rec.updated_at,
                              "node": flow.definition.start_node.name if ended else snap.get("node"),
-                             "messages": [shown(m) for m in history]})
+                             "user": snap.get("user") or {}, "memory": memory,
+                             "messages": messages[-MAX_MESSAGES:]})
 
     return flow_session
 

@@ -1,8 +1,8 @@
-// A flow as a graph (nodes and their transitions, GET /playground/api/flows/{id}) with each session's
-// current node, the sessions in the server's store (opened: the conversation so far, GET
-// /playground/api/flows/{id}/sessions/{sid}), and a box to send a session one message
-// (POST /api/v1/flows/{id}/sessions/{sid}/messages, SSE with "deltas": the agents' answers shown as they
-// are written).
+// A flow as a graph (nodes, their transitions, and the collaborators agent nodes delegate to, GET
+// /playground/api/flows/{id}) with each session's current node, the sessions in the server's store
+// (opened: the conversation so far and its user, GET /playground/api/flows/{id}/sessions/{sid}), and a box
+// to send a session one message as a user (POST /api/v1/flows/{id}/sessions/{sid}/messages with `user`,
+// SSE with "deltas": the user's message, then the agents' answers shown as they are written).
 
 import { getJSON, streamSSE } from "./api.js";
 import { h, pretty } from "./dom.js";
@@ -10,6 +10,8 @@ import { drawGraph } from "./graph.js";
 import { fillMarkdown } from "./markdown.js";
 
 const END = "\u0000end";
+const FILE = "\u0000file:"; // a collaborator that is an agent document, drawn as a node of its own
+const USER_STORE = "chainreact.flowUser.";
 
 export class FlowView {
   constructor(root, item) {
@@ -21,10 +23,18 @@ export class FlowView {
     this.sid = h("input", { id: "flow-session", size: 16, spellcheck: "false",
       value: "play-" + Math.random().toString(36).slice(2, 8) });
     this.text = h("textarea", { id: "flow-text", spellcheck: "true" });
+    // The session's user (the flow's {{user.id}}, {{user.name}}), kept in the browser per flow.
+    const saved = savedUser(item.id);
+    this.userId = h("input", { id: "flow-user-id", size: 8, spellcheck: "false", value: saved.id || "",
+      placeholder: "u1" });
+    this.userName = h("input", { id: "flow-user-name", size: 10, spellcheck: "false", value: saved.name || "",
+      placeholder: "Ann" });
     this.sendBtn = h("button", { type: "submit", id: "flow-send" }, "Send");
     this.status = h("span", { class: "muted", role: "status", id: "flow-status" });
     const form = h("form", { class: "traceform", onsubmit: (ev) => { ev.preventDefault(); this.send(); } },
       h("label", { for: "flow-session" }, "Session", this.sid),
+      h("label", { for: "flow-user-id" }, "User id", this.userId),
+      h("label", { for: "flow-user-name" }, "User name", this.userName),
       h("label", { for: "flow-text" }, "Message", this.text), this.sendBtn, this.status);
     root.append(
       h("div", { class: "viewhead" }, h("h2", {}, item.id), h("span", { class: "kind" }, "flow"),
@@ -49,6 +59,14 @@ export class FlowView {
     const nodes = f.nodes.map((n) => ({ id: n.name, title: n.name + (n.start ? " (start)" : ""), subtitle: n.type }));
     const edges = f.transitions.map((t) => ({ from: t.from, to: t.to === null ? END : t.to, label: t.label }));
     if (edges.some((e) => e.to === END)) nodes.push({ id: END, title: "end of the flow", subtitle: "end" });
+    // Collaborators: an edge from the node that calls them (dashed); an agent document gets a node.
+    for (const c of f.collaborators || []) {
+      const to = c.node || FILE + c.file;
+      if (!c.node && !nodes.some((n) => n.id === to)) {
+        nodes.push({ id: to, title: c.name, subtitle: "agent " + c.file, kind: "collaborator" });
+      }
+      edges.push({ from: c.from, to, label: "collaborator", kind: "collaborator" });
+    }
     this.drawn = drawGraph(this.graph, nodes, edges, [f.start], (id) => this.showNode(id), `Graph of flow ${f.id}`);
     this.mark();
     this.showSessions();
@@ -93,23 +111,47 @@ export class FlowView {
       return;
     }
     if (this.closed || this.current !== sid) return;
+    // The next message goes on as the session's user.
+    this.userId.value = got.user.id ?? "";
+    this.userName.value = got.user.name ?? "";
+    const key = `flow:${this.item.id}:${sid}`;
+    const conversation = [];
+    let under = key;
+    for (const m of got.messages) {
+      if (m.key !== under) { // kept under a node's own memoryId (e.g. per user): say so
+        under = m.key;
+        conversation.push(h("p", { class: "muted memkey" }, `Kept under ${under}`));
+      }
+      conversation.push(h("div", { class: `msg ${m.role}`, "data-role": m.role,
+        title: m.text !== m.content ? m.content : null },
+      h("div", { class: "who" }, m.role === "user" ? who(got.user, "User") : "Assistant"),
+      answerText(m.text, m.role !== "user")));
+    }
     this.showSessions([h("h3", {}, `Session ${sid}`),
       h("p", { class: "muted", id: "flow-session-state" }, got.ended ? "Ended: its next message starts again at " +
-        got.node : `At ${got.node}`, ` · last message ${new Date(got.updated_at * 1000).toLocaleString()}`),
-      got.messages.length ? h("div", { id: "flow-conversation" }, got.messages.map((m) =>
-        h("div", { class: `msg ${m.role}`, "data-role": m.role, title: m.text !== m.content ? m.content : null },
-          h("div", { class: "who" }, m.role === "user" ? "User" : "Assistant"), answerText(m.text, m.role !== "user"))))
+        got.node : `At ${got.node}`, ` · last message ${new Date(got.updated_at * 1000).toLocaleString()}`,
+      got.user.id || got.user.name ? ` · user ${who(got.user, "")}` : ""),
+      conversation.length ? h("div", { id: "flow-conversation" }, conversation)
         : h("p", { class: "muted" }, "No message kept: only agent nodes keep the conversation.")]);
   }
 
   showNode(id) {
     const node = this.flow.nodes.find((n) => n.name === id);
-    if (!node) return;
+    const callers = (this.flow.collaborators || []).filter((c) => c.node === id || FILE + c.file === id);
+    const called = callers.map((c) => h("p", { class: "muted" }, `${c.from} delegates to it as ${c.name}: ` +
+      c.description));
+    if (!node) {
+      if (callers.length) {
+        this.showSessions([h("h3", {}, callers[0].name), h("p", { class: "muted" }, callers[0].file), ...called]);
+      }
+      return;
+    }
     const here = this.flow.sessions.filter((s) => s.node === id).map((s) => s.session);
     this.showSessions([h("h3", {}, `Node ${node.name}`), h("p", { class: "muted" }, node.type),
       node.summary ? h("pre", {}, node.summary) : null,
       h("ul", { class: "transitions" }, this.flow.transitions.filter((t) => t.from === id).map((t) =>
         h("li", {}, `${t.label === "next" ? "then" : "when " + t.label} → ${t.to === null ? "end" : t.to}`))),
+      ...called,
       h("p", {}, here.length ? `Sessions here: ${here.join(", ")}` : "No session is at this node.")]);
   }
 
@@ -117,11 +159,14 @@ export class FlowView {
     const text = this.text.value.trim();
     const sid = this.sid.value.trim();
     if (!text || !sid) return;
+    const user = this.user();
     this.sendBtn.disabled = true;
     this.status.textContent = "Sending…";
     // The turn's messages as they come: an agent's text as the model writes it (text_delta events),
     // replaced by its complete message.
-    const turn = h("div", { id: "flow-turn" });
+    const turn = h("div", { id: "flow-turn" },
+      h("div", { class: "msg user", "data-role": "user" }, h("div", { class: "who" }, who(user || {}, "You")),
+        answerText(text, false)));
     this.showSessions([h("h3", {}, "Last turn"), turn]);
     const box = (node) => {
       const el = h("div", { class: "msg", "data-node": node }, h("div", { class: "who" }, node), h("div", { class: "text" }));
@@ -134,7 +179,7 @@ export class FlowView {
     let failed = null;
     try {
       await streamSSE(`/api/v1/flows/${encodeURIComponent(this.item.id)}/sessions/${encodeURIComponent(sid)}/messages`,
-        { text, deltas: true }, (ev) => {
+        user ? { text, user, deltas: true } : { text, deltas: true }, (ev) => {
           if (ev.event === "text_delta") {
             if (!live || live.dataset.node !== ev.node) {
               live = box(ev.node);
@@ -174,6 +219,33 @@ export class FlowView {
     this.showSessions([h("h3", {}, "Last turn"), turn,
       output !== undefined && output !== null ? h("details", {}, h("summary", {}, "Output"), h("pre", {}, pretty(output))) : null]);
   }
+
+  // The user the form names ({id, name}, what is filled in), or null; remembered for this flow.
+  user() {
+    const user = {};
+    if (this.userId.value.trim()) user.id = this.userId.value.trim();
+    if (this.userName.value.trim()) user.name = this.userName.value.trim();
+    try {
+      localStorage.setItem(USER_STORE + this.item.id, JSON.stringify(user));
+    } catch (_) {
+      // storage full or disabled: the user is not remembered, the message goes anyway
+    }
+    return Object.keys(user).length ? user : null;
+  }
+}
+
+function savedUser(flowId) {
+  try {
+    const user = JSON.parse(localStorage.getItem(USER_STORE + flowId) || "{}");
+    return user && typeof user === "object" ? user : {};
+  } catch (_) {
+    return {};
+  }
+}
+
+function who(user, fallback) {
+  if (user.name && user.id) return `${user.name} (${user.id})`;
+  return user.name || user.id || fallback;
 }
 
 // A message's text: an answer's as Markdown, the user's as it was typed.
