@@ -4,7 +4,7 @@
 // (a chain's: every node, and its agent nodes' model and tool calls), a cancel button, a session picker
 // and the past runs in the server's store. The answer itself is drawn by turn.js.
 
-import { postJSON, streamSSE } from "./api.js";
+import { getJSON, postJSON, streamSSE } from "./api.js";
 import { h } from "./dom.js";
 import { pastRuns } from "./runs.js";
 import { SessionStore } from "./sessions.js";
@@ -16,6 +16,11 @@ export class ChatView {
     this.store = new SessionStore(item.kind, item.id);
     this.abort = null;
     this.session = this.store.all()[0] || this.store.create();
+    // A run's recording (its model calls in full, for the timeline): the cassette of "export as test".
+    this.recording = (record) => (record.runId
+      ? getJSON(`/playground/api/${item.kind}s/${encodeURIComponent(item.id)}/runs/` +
+        `${encodeURIComponent(record.runId)}/cassette`)
+      : Promise.reject(new Error("the run has no id yet")));
 
     // The agent's or chain's recent runs in the server's store; one opens in the log from its stored
     // events (an interrupted one can be answered there).
@@ -55,7 +60,7 @@ export class ChatView {
     this.log.append(h("p", { class: "runtitle muted" }, `Run ${run.id} (${run.status}), from the server's store`));
     const record = { role: "assistant", text: "", reasoning: "", segments: [], started: Date.now() };
     const turn = new AssistantTurn(this.item.id, record, { live: true, model: this.item.model || "",
-      onAnswer: (answers, form) => this.resume(turn, answers, form) });
+      recording: this.recording, onAnswer: (answers, form) => this.resume(turn, answers, form) });
     let asked = false;
     this.log.append(turn.el);
     await this.stream(turn, `/api/v1/runs/${encodeURIComponent(run.id)}/events`, null, (ev, id) => {
@@ -94,7 +99,10 @@ export class ChatView {
     this.log.replaceChildren();
     for (const turn of this.session.turns) {
       if (turn.role === "user") this.log.append(userBubble(turn.content));
-      else this.log.append(new AssistantTurn(this.item.id, turn, { model: this.item.model || "" }).el);
+      else {
+        this.log.append(new AssistantTurn(this.item.id, turn, { model: this.item.model || "",
+          recording: this.recording }).el);
+      }
     }
     this.log.scrollTop = this.log.scrollHeight;
   }
@@ -119,7 +127,7 @@ export class ChatView {
     this.store.save(this.session);
     this.refreshPicker();
     const turn = new AssistantTurn(this.item.id, record, { live: true, model: this.item.model || "",
-      onAnswer: (answers, form) => this.resume(turn, answers, form) });
+      recording: this.recording, onAnswer: (answers, form) => this.resume(turn, answers, form) });
     this.log.append(turn.el);
     const start = this.item.kind === "agent" ? "agents" : "rules";
     await this.stream(turn, `/api/v1/${start}/${encodeURIComponent(this.item.id)}/runs`,

@@ -7,7 +7,8 @@ import { fillMarkdown } from "./markdown.js";
 import { Timeline } from "./timeline.js";
 
 export class AssistantTurn {
-  constructor(name, record, { live = false, onAnswer = null, model = "" } = {}) {
+  // `recording(record)`: the run's cassette (for the timeline's model calls), or null.
+  constructor(name, record, { live = false, onAnswer = null, model = "", recording = null } = {}) {
     this.record = record;
     record.timeline = record.timeline || [];
     this.onAnswer = onAnswer; // (answers) => resume the interrupted run
@@ -16,7 +17,7 @@ export class AssistantTurn {
     this.open = []; // cards started and not finished, for nesting sub-agent calls
     this.body = h("div", { class: "body" });
     this.meta = h("div", { class: "meta" });
-    this.timeline = new Timeline(record.timeline, model);
+    this.timeline = new Timeline(record.timeline, model, recording ? () => recording(record) : null);
     this.el = h("div", { class: "msg assistant", "aria-busy": live ? "true" : "false" },
       h("div", { class: "who" }, name), this.body, this.meta, this.timeline.box);
     if (!live) this.replay();
@@ -58,6 +59,8 @@ export class AssistantTurn {
     switch (ev.type) {
       case "run_start":
         if (!nested) this.record.runId = ev.run_id;
+        // A stored run read back: its resumed part starts here, so its questions were answered.
+        if (own && this.form) this.settle("Answered earlier; the run went on.");
         break;
       case "text_delta":
         if (!nested) this.appendText(ev.text);
@@ -240,6 +243,7 @@ export class AssistantTurn {
       h("button", { type: "submit", class: "approve", onclick: send(true) }, approvals ? "Approve" : "Answer"),
       approvals ? h("button", { type: "button", class: "danger reject", onclick: send(false) }, "Reject") : null));
     form.addEventListener("submit", send(true));
+    this.form = form;
     this.body.append(form);
     const first = form.querySelector("input, select, button");
     if (first) first.focus();
@@ -248,13 +252,25 @@ export class AssistantTurn {
   // A resumed run goes on in the same answer: reset what ended.
   resumed(form) {
     const said = Object.values(this.record.answered).map(describeAnswer).join("; ");
-    form.replaceWith(h("p", { class: "muted answered" }, "Answered: " + said));
+    this.settle("Answered: " + said);
     this.record.finish = undefined;
     this.record.questions = undefined;
     this.el.setAttribute("aria-busy", "true");
   }
 
+  // The questions' form gives way to `note`: they were answered, or the run ended without them.
+  settle(note) {
+    if (!this.form) return;
+    this.form.replaceWith(h("p", { class: "muted answered" }, note));
+    this.form = null;
+    this.record.questions = undefined;
+  }
+
   finish() {
+    // A run that no longer waits (its `end` frame says so) keeps no live form: answering would be refused.
+    if (this.form && this.record.status && this.record.status !== "interrupted") {
+      this.settle(`The run is ${this.record.status}: there is nothing left to answer.`);
+    }
     this.record.durationMs = Date.now() - this.record.started;
     const r = this.record;
     if (!r.error && r.finish === "cancelled") { r.error = "Cancelled."; r.cancelled = true; }
