@@ -219,3 +219,25 @@ def test_cancelling_the_caller_cancels_every_branch() -> None:
     t0 = time.monotonic()
     assert asyncio.run(main()) == 0
     assert time.monotonic() - t0 < 2
+
+
+def test_start_node_and_only_node() -> None:
+    """RuleGo's WithStartNode (`_fromNodeId`) and WithSkipTellNext (`_onlyNodeId`): the message enters at
+    a node; with only_node that node's relations end the branch, even in a chain with an end node."""
+    doc = chain([js("a", "jsTransform", "msg.p = (msg.p || '') + 'a'; return {msg: msg};"),
+                 js("b", "jsTransform", "msg.p = (msg.p || '') + 'b'; return {msg: msg};"),
+                 js("c", "jsTransform", "msg.p = (msg.p || '') + 'c'; return {msg: msg};"),
+                 {"id": "e", "type": "end"}],
+                [("a", "b", "Success"), ("b", "c", "Success"), ("c", "e", "Success")])
+    engine = RuleEngine()
+    engine.load(doc)
+
+    def path(**kw: Any) -> list[tuple[str, str]]:
+        ends = engine.tell_and_wait("c1", RuleMsg(type="T", data="{}"), **kw)
+        return [(e.relation, json.loads(e.msg.data)["p"]) for e in ends]
+
+    assert path() == [("Success", "abc")]
+    assert path(start_node="b") == [("Success", "bc")]
+    assert path(start_node="b", only_node=True) == [("Success", "b")]
+    with pytest.raises(LookupError, match="node id=zz not found in rule chain .c1."):
+        path(start_node="zz")

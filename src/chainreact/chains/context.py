@@ -83,13 +83,19 @@ class Run:
         if ctx is not None:
             self._spawn_task(ctx)
 
-    def first_context(self, msg: RuleMsg) -> NodeContext | None:
-        first = self.chain.first
+    def first_context(self, msg: RuleMsg, start: str | None = None, only: bool = False) -> NodeContext | None:
+        """The context of the node the message enters at: the chain's first node, or `start` (RuleGo's
+        WithStartNode); with `only`, that node's relations end the branch (WithSkipTellNext), whatever
+        end nodes the chain has."""
+        first = self.chain.first if start is None else self.chain.nodes.get(start)
         if first is None:
+            if start is not None:
+                raise LookupError(f"node id={start} not found in rule chain {self.chain.id!r}")
             self.end_fn(End(FAILURE, msg, "the rule chain has no nodes"), True)
             self.done.set()
             return None
-        ctx = NodeContext(self, first, msg, parent=None, from_id="", err=None, end_fn=self._end)
+        end_fn = (lambda e, _at: self.end_fn(e, True)) if only else self._end
+        ctx = NodeContext(self, first, msg, parent=None, from_id="", err=None, end_fn=end_fn, skip_next=only)
         self.active += 1
         return ctx
 
@@ -423,9 +429,11 @@ class NodeContext:
 async def run_message(engine: EngineLike, chain: ChainLike, msg: RuleMsg, *, max_nodes: int,
                       timeout: float | None, on_end: Callable[[End], Any] | None = None,
                       on_stream: StreamFn | None = None, on_debug: DebugFn | None = None,
-                      debug_all: bool = False, aspects: Sequence[Aspect] = ()) -> list[End]:
-    """Send `msg` from the chain's first node; every ended branch once all have ended (RuleEngine.run, and
-    the durable chain workflow over its own engine and chain objects: one routing for both).
+                      debug_all: bool = False, aspects: Sequence[Aspect] = (), start_node: str | None = None,
+                      only_node: bool = False) -> list[End]:
+    """Send `msg` from the chain's first node (or `start_node`; with `only_node` that node alone); every
+    ended branch once all have ended (RuleEngine.run, and the durable chain workflow over its own engine and
+    chain objects: one routing for both).
 
     `on_end` fires once per ended branch as it ends. On timeout or cancellation every branch is cancelled;
     a timeout adds one Failure end. `aspects` run after the engine's, for this message only."""
@@ -444,8 +452,10 @@ async def run_message(engine: EngineLike, chain: ChainLike, msg: RuleMsg, *, max
     if aspects:  # this message's own replace the engine's of the same type (one tracer, not two)
         mine = {type(a) for a in aspects}
         run.aspects = (*(a for a in run.aspects if type(a) not in mine), *aspects)
+    if start_node is not None and start_node not in chain.nodes:  # refused before anything starts
+        raise LookupError(f"node id={start_node} not found in rule chain {chain.id!r}")
     tokens = start_all(run.aspects, chain.id, msg) if run.aspects else None
-    first = run.first_context(msg)
+    first = run.first_context(msg, start_node, only_node)
     try:
         async with asyncio.timeout(timeout):
             if first is not None:

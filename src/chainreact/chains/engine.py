@@ -244,11 +244,14 @@ class RuleEngine:
     async def run(self, chain_id: str, msg: RuleMsg, *, on_end: Callable[[End], Any] | None = None,
                   on_stream: StreamFn | None = None, on_debug: DebugFn | None = None,
                   timeout: float | None = None, debug: bool | None = None,
-                  aspects: Sequence[Aspect] = ()) -> list[End]:
+                  aspects: Sequence[Aspect] = (), start_node: str | None = None,
+                  only_node: bool = False) -> list[End]:
         """Send `msg` from the chain's first node; return every ended branch once all have ended.
 
         `on_end` fires once per ended branch as it ends; `on_stream` receives Stream frames in order;
-        `aspects` run for this message only, after the engine's.
+        `aspects` run for this message only, after the engine's. `start_node`: the message enters at that
+        node instead (RuleGo's WithStartNode; LookupError when the chain has none); `only_node`: that node
+        alone runs, its relations end the branch (WithSkipTellNext).
         On timeout or cancellation every branch is cancelled; a timeout adds one Failure end."""
         chain = self.get(chain_id)
         if chain is None:
@@ -258,7 +261,8 @@ class RuleEngine:
         return await run_message(self, chain, msg, max_nodes=self.max_nodes,
                                  timeout=timeout if timeout is not None else self.timeout, on_end=on_end,
                                  on_stream=on_stream, on_debug=on_debug or self.on_debug,
-                                 debug_all=self.debug if debug is None else debug, aspects=aspects)
+                                 debug_all=self.debug if debug is None else debug, aspects=aspects,
+                                 start_node=start_node, only_node=only_node)
 
     def tell(self, chain_id: str, msg: RuleMsg, **kwargs: Any) -> asyncio.Task[list[End]]:
         """Start a message without waiting (inside a running event loop); the task returns the ends."""
