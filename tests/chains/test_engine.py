@@ -239,5 +239,5 @@ def test_start_node_and_only_node() -> None:
     assert path() == [("Success", "abc")]
     assert path(start_node="b") == [("Success", "bc")]
     assert path(start_node="b", only_node=True) == [("Success", "b")]
-    with pytest.raises(LookupError, match="node id=zz not found in rule chain .c1."):
+    with pytest.raises(LookupError, match=r"node id=zz not found in rule chain .c1."):
         path(start_node="zz")

@@ -116,14 +116,18 @@ def test_chain_post_then_execute_and_secrets_never_returned(serve: Any) -> None:
     new = echo_chain()
     new["ruleChain"] = {"id": "ignored", "name": "Posted", "configuration": {"secrets": {"k": "hidden"}}}
     r = httpx.post(srv.url + "/api/v1/rules/posted", json=new)
-    assert r.status_code == 200, r.text
-    assert {c["id"] for c in httpx.get(srv.url + "/api/v1/rules").json()["items"]} == {"echo", "posted"}
+    assert r.status_code == 200 and r.content == b"", r.text  # RuleGo's answer to a save
+    assert {c["ruleChain"]["id"] for c in httpx.get(srv.url + "/api/v1/rules").json()["items"]} == \
+        {"echo", "posted"}
 
     dsl = httpx.get(srv.url + "/api/v1/rules/posted").json()
     assert "secrets" not in (dsl["ruleChain"].get("configuration") or {})
     assert "hidden" not in orjson.dumps(dsl).decode()
 
-    out = httpx.post(srv.url + "/api/v1/rules/posted/execute/TELEMETRY?city=Lyon", json={"n": 5}).json()
+    plain = httpx.post(srv.url + "/api/v1/rules/posted/execute/TELEMETRY?city=Lyon", json={"n": 5})
+    assert plain.headers["content-type"] == "application/json" and orjson.loads(plain.text) == {"n": 10}
+    out = httpx.post(srv.url + "/api/v1/rules/posted/execute/TELEMETRY?city=Lyon&_ends=true",
+                     json={"n": 5}).json()
     (end,) = out["ends"]
     assert end["relation"] == "Success" and end["error"] is None
     assert orjson.loads(end["msg"]["data"]) == {"n": 10}

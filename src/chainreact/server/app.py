@@ -3,7 +3,11 @@
 Route modules (each `routes(ctx) -> list[Route]`, each documenting its paths):
     openai_routes   GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions
     responses_routes  POST /v1/responses (OpenAI's Responses API)
-    rulego_routes   /api/v1/rules/...
+    rulego_routes   /api/v1/rules/... (RuleGo's server: the chains; after runs_routes, whose store it uses)
+    rulego_exec     /api/v1/rules/{id}/execute|notify/..., .../v1/chat/completions (RuleGo's messages)
+    rulego_logs     /api/v1/logs/runs, /api/v1/logs/debug, the debug websocket /api/v1/logs/ws/...
+    rulego_components  /api/v1/components, shared-nodes, marketplace, dynamic-components, locales
+    rulego_mcp      /api/v1/mcp/{apiKey}/sse and .../message (MCP's SSE transport at RuleGo's path)
     flows_routes    /api/v1/flows/...
     login           POST /api/v1/login
     mcp_routes      /mcp (MCP streamable HTTP)
@@ -45,6 +49,10 @@ from . import (
     ops,
     playground_routes,
     responses_routes,
+    rulego_components,
+    rulego_exec,
+    rulego_logs,
+    rulego_mcp,
     rulego_routes,
     runs_routes,
 )
@@ -58,7 +66,6 @@ log = logging.getLogger("chainreact.server")
 ROUTE_MODULES = (
     openai_routes,
     responses_routes,
-    rulego_routes,
     flows_routes,
     login,
     mcp_routes,
@@ -67,6 +74,11 @@ ROUTE_MODULES = (
     runs_routes,
     agui_routes,
     a2a_routes,
+    rulego_routes,  # after runs_routes: its startup hook reads the store the runs API opens
+    rulego_exec,
+    rulego_logs,
+    rulego_components,
+    rulego_mcp,
 )
 
 __all__ = ["DEFAULT_BODY_LIMIT", "ROUTE_MODULES", "ServerConfig", "ServerOptionError", "create_app",

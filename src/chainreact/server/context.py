@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from .auth import KeyStore
+from .auth import ApiKey, KeyStore
 from .catalog import Catalog
 from .config import ServerConfig
 from .openai_api import error
 from .owners import SessionOwners
+from .users import read_token
 
 if TYPE_CHECKING:
     from ..state import Store
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .flows_runtime import FlowRuntime
     from .metrics import ServerMetrics
     from .ratelimit import Rate, RateLimiter
+    from .rulego_state import RuleGoState
     from .runs_registry import RunRegistry
     from .users import UserStore
     from .watch import CatalogWatcher
@@ -124,6 +126,7 @@ class ServerContext:
     # (rate limits: server/ratelimit.py).
     checks: list[Callable[[Request], Response | None]] = field(default_factory=list)
     _flows: FlowRuntime | None = field(default=None, repr=False)
+    _rulego: RuleGoState | None = field(default=None, repr=False)
 
     @property
     def keys(self) -> KeyStore | None:
@@ -158,6 +161,22 @@ class ServerContext:
             self.on_shutdown.append(self._flows.aclose)
         return self._flows
 
+    @property
+    def rulego(self) -> RuleGoState:
+        """What RuleGo's route modules share (server/rulego_state.py: documents, settings, the debug hub),
+        made on first use."""
+        if self._rulego is None:
+            from .rulego_state import RuleGoState
+
+            self._rulego = RuleGoState(self)
+            hub = self._rulego.hub
+
+            async def close_hub() -> None:
+                hub.close()
+
+            self.on_shutdown.append(close_hub)
+        return self._rulego
+
     def durable(self, kind: str, ident: str) -> TemporalDispatcher | None:
         """The dispatcher that runs catalog entry `ident` of `kind` on Temporal workers (`serve --temporal`),
         or None: it runs in process."""
@@ -171,8 +190,21 @@ class ServerContext:
         task.add_done_callback(self.tasks.discard)
         return task
 
-    def guard(self, permission: str, ident_param: str | None = None) -> Callable[[Handler], Handler]:
-        """Auth (when a keys file is given) and the body limit, around one route."""
+    def authenticate(self, token: str, *, users: bool = False) -> ApiKey | None:
+        """The API key a bearer token stands for: a key of the keys file, or (with `users`) a logged-in
+        user's token, as the key the user's `permissions` make (users.py `User.as_key`); None: neither."""
+        keys = self.keys
+        key = keys.find(token) if keys is not None and token else None
+        if key is None and users and token and self.users is not None and self.login_secret is not None:
+            name = read_token(self.login_secret, token)
+            user = self.users.users.get(name) if name is not None else None
+            key = user.as_key() if user is not None else None
+        return key
+
+    def guard(self, permission: str, ident_param: str | None = None, *,
+              users: bool = False) -> Callable[[Handler], Handler]:
+        """Auth (when a keys file is given) and the body limit, around one route. `users`: a logged-in
+        user's token counts as a key too (RuleGo's routes: its web UI logs in with a password)."""
         keys, limit, checks, body_timeout = self.keys, self.body_limit, self.checks, self.body_timeout
 
         def wrap(fn: Handler) -> Handler:
@@ -184,10 +216,12 @@ class ServerContext:
                     openai_shape = is_openai_path(request.url.path)
                     auth = request.headers.get("authorization", "")
                     token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-                    key = keys.find(token) if token else None
+                    key = self.authenticate(token, users=users)
                     if key is None:
-                        return deny(401, "a valid API key is required: Authorization: Bearer <key>",
-                                    "invalid_api_key", openai_shape)
+                        what = ("a valid API key, or the login token of a user with permissions (users "
+                                "file), is required: Authorization: Bearer <key or token>") if users else \
+                            "a valid API key is required: Authorization: Bearer <key>"
+                        return deny(401, what, "invalid_api_key", openai_shape)
                     ident = request.path_params.get(ident_param) if ident_param else None
                     if not key.allows(permission, ident):
                         what = f" on {ident!r}" if ident else ""

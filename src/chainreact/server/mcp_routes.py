@@ -148,11 +148,19 @@ class _LazyMcp:
 
 
 def _manager(ctx: ServerContext) -> Any:
-    """The SDK's low-level server with every served agent, chain and flow as a tool, in a streamable
-    HTTP session manager (imports the SDK: ImportError when the extra is missing or broken)."""
+    """`mcp_server` in a streamable HTTP session manager (imports the SDK: ImportError when the extra is
+    missing or broken)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    return StreamableHTTPSessionManager(app=mcp_server(ctx), max_request_body_size=ctx.body_limit)
+
+
+def mcp_server(ctx: ServerContext) -> Any:
+    """The SDK's low-level server with every served agent, chain and flow as a tool; each request's API
+    key (the ASGI scope's KEY_SCOPE) decides what it lists and may call. Also served over the SSE
+    transport at RuleGo's path (server/rulego_mcp.py). Imports the SDK."""
     import mcp_types as types
     from mcp.server.lowlevel import Server
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     def visible(key: Any) -> dict[str, Entry]:
         tools: dict[str, Entry] = {}
@@ -196,9 +204,7 @@ def _manager(ctx: ServerContext) -> Any:
                                         is_error=True)
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
 
-    server: Any = Server("chainreact", on_list_tools=list_tools, on_call_tool=call_tool)
-    manager = StreamableHTTPSessionManager(app=server, max_request_body_size=ctx.body_limit)
-    return manager
+    return Server("chainreact", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 class _Guard:
@@ -303,4 +309,4 @@ async def _call_flow(ctx: ServerContext, entry: Entry, args: dict[str, Any],
     return "\n\n".join(m.content for m in turn.messages), {"session": session, **turn.to_dict()}
 
 
-__all__ = ["AGENT_SCHEMA", "CHAIN_SCHEMA", "FLOW_SCHEMA", "routes", "tool_name"]
+__all__ = ["AGENT_SCHEMA", "CHAIN_SCHEMA", "FLOW_SCHEMA", "KEY_SCOPE", "mcp_server", "routes", "tool_name"]

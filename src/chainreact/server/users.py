@@ -1,7 +1,11 @@
 """Users and passwords for `POST /api/v1/login`, and the signed tokens it issues (server/login.py).
 
 Below the server context on purpose: `ServerConfig.users` holds a `UserStore`, so this module imports
-nothing of the server but its errors.
+nothing of the server but its errors and the API keys' permissions.
+
+A user may also carry `permissions` and `ids` (the vocabulary of API keys, server/auth.py): with a keys
+file, that user's login token then works as such a key on the routes that take user tokens (RuleGo's
+routes, whose web UI logs in with a password). Without `permissions` a token grants nothing there.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 import orjson
 
 from ..errors import ConfigError
+from .auth import PERMISSIONS, ApiKey
 
 log = logging.getLogger("chainreact.server")
 
@@ -69,10 +74,18 @@ class User:
     name: str
     password: str  # the stored hash
     attributes: dict[str, Any] = field(default_factory=dict)
+    permissions: frozenset[str] = frozenset()  # what the user's token may do where user tokens count
+    ids: frozenset[str] = frozenset({"*"})
 
     def public(self) -> dict[str, Any]:
         """What a flow sees as `user`: the attributes, with `id` and `name` set from the user's name."""
         return {"name": self.name, **self.attributes, "id": self.name}
+
+    def as_key(self) -> ApiKey | None:
+        """The user's token as an API key (named `user:<name>`), or None: the user has no permissions."""
+        if not self.permissions:
+            return None
+        return ApiKey(f"user:{self.name}", "", self.ids, self.permissions)
 
 
 def decoy_hash(users: list[User]) -> str:
@@ -132,7 +145,13 @@ def _parse_user(item: Any, where: str, src: str) -> User:
                   "`chainreact serve --hash-password PASSWORD` prints one")
     if not isinstance(attrs, dict):
         raise bad("attributes: expected an object")
-    return User(name, pw, dict(attrs))
+    perms = item.get("permissions", [])
+    if not isinstance(perms, list) or not set(perms) <= PERMISSIONS:
+        raise bad(f"permissions: expected a list of {sorted(PERMISSIONS)}, got {perms!r}")
+    ids = item.get("ids", ["*"])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise bad("ids: expected a list of agent/chain ids (or [\"*\"])")
+    return User(name, pw, dict(attrs), frozenset(perms), frozenset(ids))
 
 
 def server_secret(given: str | None) -> bytes:

@@ -57,6 +57,12 @@ class AgentNode(Component):
     Config = AgentNodeConfig
     stream_capable = True
 
+    @classmethod
+    def form_fields(cls) -> dict[str, Any]:
+        from ...config import AgentConfig
+
+        return dict(AgentConfig.model_fields)
+
     def init(self) -> None:
         from ...config import AgentConfig
 
@@ -243,6 +249,10 @@ class LlmNode(AgentNode):
 
     type_name = "ai/llm"
     Config = LlmNodeConfig
+
+    @classmethod
+    def form_fields(cls) -> dict[str, Any]:
+        return {k: v for k, v in super().form_fields().items() if k != "tools"}
 
     def init(self) -> None:
         from ...config import AgentConfig

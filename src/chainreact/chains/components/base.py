@@ -7,6 +7,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.fields import FieldInfo
 
 if TYPE_CHECKING:
     from ..context import NodeContext
@@ -33,6 +34,12 @@ class Component:
         self.node_id = node_id
         self.chain = chain
         self.init()
+
+    @classmethod
+    def form_fields(cls) -> dict[str, FieldInfo]:
+        """The configuration fields an editor shows (RuleGo's component forms, server/rulego_forms.py): the
+        Config model's, unless a component checks its configuration through another model."""
+        return dict(cls.Config.model_fields)
 
     def init(self) -> None:
         """Prepare (compile scripts and expressions); raise ValueError for a bad configuration."""
