@@ -113,6 +113,15 @@ EXPECTED = {
                                  "parsed: Weather(city='Oslo', temp=-3.0)",
                                  'responses: function_call get_weather{"city":"Rome"}',
                                  "responses: 42, and Rome is sunny.", "model saw: ['42', '24 C, sun']"],
+    "server_rulego.py": ["login: ['expiresAt', 'token']", "chains: 1 ['Temperature alarm']",
+                         "save: 200 | file's limit: 60", "stopped: 400 rule chain 'alarm' is stopped",
+                         "execute: 200 application/json LAB: 71 is too hot",
+                         "websocket: valid IN, valid OUT True, level IN, level OUT hot, alarm IN, "
+                         "alarm OUT Success, done IN",
+                         "run log: 1 [('valid', 'True'), ('level', 'hot'), ('alarm', 'Success'), "
+                         "('done', '')]",
+                         "node debug items: 2 ['OUT', 'IN']",
+                         "components: 22 | ai/agent fields: ['url', 'key', 'model', 'systemPrompt']"],
     "server_ops.py": ["answer: Paris.", "rate limited: 429, Retry-After: ",
                       "s (<= 30: True), rate_limit_exceeded",
                       "readyz problem: helper.json -> keeps serving",

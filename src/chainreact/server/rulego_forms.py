@@ -9,7 +9,8 @@ agent document's fields for `ai/agent`), one ComponentFormField per field:
 
 `type` is the Go type name RuleGo's editor reads: string, int, float64, bool, map, array, struct (with
 `fields`), "" for a field of any type; a Literal is a string with a select of its values
-(`component: {"type": "select", "options": [...]}`). `relationTypes` follow RuleGo's rule on the Go type
+(`component: {"type": "select", "options": [...]}`), a number with bounds carries them (`component:
+{"min", "max"}`). `relationTypes` follow RuleGo's rule on the Go type
 name: a filter's True/False/Failure, a switch's free relations ([]), else Success/Failure; a component that
 streams adds Stream. `category` is RuleGo's package (filter, transform, action, external, flow, ai).
 """
@@ -82,7 +83,18 @@ def field_form(name: str, info: Any) -> dict[str, Any]:
         form["component"] = {"type": "select", "filterable": True,
                              "options": [{"label": str(v) or "(default)", "value": v}
                                          for v in typing.get_args(literal)]}
+    elif kind in ("int", "float64") and (bounds := _bounds(info)):
+        form["component"] = bounds  # the editor's number input reads min and max
     return form
+
+
+def _bounds(info: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for m in info.metadata:
+        for attr, key in (("ge", "min"), ("gt", "min"), ("le", "max"), ("lt", "max")):
+            if getattr(m, attr, None) is not None:
+                out[key] = getattr(m, attr)
+    return out
 
 
 def model_fields(model: type[BaseModel]) -> list[dict[str, Any]]:

@@ -25,8 +25,8 @@ def ok() -> Response:
 
 def dsl_view(chain: Any) -> dict[str, Any]:
     """A loaded chain's DSL as RuleGo's UI reads it: secrets left out; `additionalInfo` always an object,
-    `configuration.vars` whenever there is a configuration, `metadata.nodes`/`connections` always lists
-    (the UI reads them without checking)."""
+    `configuration.vars` whenever there is a configuration, `metadata.nodes`/`connections` always lists,
+    every node's `configuration` an object (the UI reads them without checking)."""
     dsl = chain.definition.model_dump(mode="json", exclude_none=True)
     info = dsl["ruleChain"]
     info["id"] = chain.id
@@ -36,8 +36,9 @@ def dsl_view(chain: Any) -> dict[str, Any]:
         conf.setdefault("vars", {})
     info.setdefault("additionalInfo", {})
     meta = dsl.setdefault("metadata", {})
-    meta.setdefault("nodes", [])
     meta.setdefault("connections", [])
+    for node in meta.setdefault("nodes", []):
+        node.setdefault("configuration", {})  # Go marshals a node's nil configuration too
     return dsl
 
 

@@ -200,15 +200,14 @@ async def debug_items(store: Any, chain_id: str, node_id: str) -> list[dict[str,
     """A node's debug items (RuleGo's DebugData plus chainId) from the chain's latest run logs, newest
     first."""
     items: list[dict[str, Any]] = []
-    for run_id in await run_logs(store, chain_id, DEBUG_RUNS):
-        for e in await store.events(run_id):
+    for run_id in await run_logs(store, chain_id, DEBUG_RUNS):  # newest run first
+        for e in reversed(await store.events(run_id)):  # and its events newest first (ts ties: log order)
             ev = e.data
             if isinstance(ev, dict) and ev.get("type") == "node" and ev.get("nodeId") == node_id:
                 items.append({"ts": int(float(ev.get("ts") or 0) * 1000), "nodeId": node_id,
                               "flowType": ev.get("flow"), "msg": ev.get("msg"),
                               "relationType": ev.get("relation") or "", "err": ev.get("error") or "",
                               "chainId": chain_id})
-    items.sort(key=lambda i: i["ts"], reverse=True)
     return items
 
 
