@@ -32,6 +32,7 @@ the workers (`_fromNodeId` / `_onlyNodeId` are refused there: 400).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,12 +41,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from .context import ServerContext
+from .context import Handler, ServerContext
 from .frames import chain_frames
 from .openai_api import error, parse_chat_request, respond
 from .rulego_http import dsl_view, not_found, ok
 from .rulego_runlog import RunLog
-from .sessions import chain_session, wire_chain_sessions
+from .sessions import chain_session, message_session, wire_chain_sessions
 
 log = logging.getLogger("chainreact.server")
 
@@ -144,7 +145,7 @@ def message_routes(ctx: ServerContext) -> list[Route]:
         engine = catalog.engine
         return engine.get(ident) if engine is not None else None
 
-    def check(request: Request) -> tuple[str, Incoming] | Response:
+    async def check(request: Request) -> tuple[str, Incoming] | Response:
         ident = request.path_params["id"]
         chain = chain_of(ident)
         if chain is None:
@@ -158,15 +159,24 @@ def message_routes(ctx: ServerContext) -> list[Route]:
                            "(serve --temporal)")
         if inc.start is not None and inc.start not in chain.nodes:
             return refused(f"node id={inc.start} not found in rule chain {ident!r}")
+        # its sessionKey: no other wing's conversation, no other user's session (server/owners.py)
+        if denied := await message_session(request, ctx.owners, ident, inc.msg.metadata.get("sessionKey")):
+            return denied
         wire_chain_sessions(ctx.runs, catalog.engine)
         return ident, inc
 
-    @ctx.guard("execute", "id", users=True)
-    async def execute(request: Request) -> Response:
-        checked = check(request)
-        if isinstance(checked, Response):
-            return checked
-        ident, inc = checked
+    def message_route(fn: Callable[[Request, str, Incoming], Awaitable[Response]]) -> Handler:
+        """An execute/notify route given the checked message (a refusal is answered before)."""
+        @ctx.guard("execute", "id", users=True)
+        async def handler(request: Request) -> Response:
+            checked = await check(request)
+            return checked if isinstance(checked, Response) else await fn(request, *checked)
+
+        handler.__name__ = fn.__name__
+        return handler
+
+    @message_route
+    async def execute(request: Request, ident: str, inc: Incoming) -> Response:
         try:
             ends = await deliver(ctx, ident, inc)
         except Exception as e:  # a failed workflow (--temporal), a chain removed meanwhile
@@ -180,12 +190,8 @@ def message_routes(ctx: ServerContext) -> list[Route]:
             return refused(first.error)
         return Response(first.msg.data, media_type="application/json")
 
-    @ctx.guard("execute", "id", users=True)
-    async def notify(request: Request) -> Response:
-        checked = check(request)
-        if isinstance(checked, Response):
-            return checked
-        ident, inc = checked
+    @message_route
+    async def notify(request: Request, ident: str, inc: Incoming) -> Response:
         durable = ctx.durable("chain", ident)
         if durable is not None:  # the workflow is started before the answer; it runs on in the workers
             await durable.start_chain(ident, inc.msg)
@@ -202,7 +208,7 @@ def message_routes(ctx: ServerContext) -> list[Route]:
         if isinstance(body, Response):
             return body
         stream = bool(body.get("stream"))
-        meta = chain_session(request, body, ctx.runs, catalog.engine)
+        meta = await chain_session(request, body, ctx.runs, catalog.engine, ctx.owners, ident)
         if isinstance(meta, Response):
             return meta
         frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta,

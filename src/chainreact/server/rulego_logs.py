@@ -44,12 +44,15 @@ def routes(ctx: ServerContext) -> list[BaseRoute]:
         tail = ":" + quote(run, safe="")
         return next((r for r in await run_logs(state.store, None) if r.endswith(tail)), None)
 
+    async def asked(request: Request) -> tuple[str, str, str | None]:
+        """The query's chainId and run log id, and that log's store id (None: none, or not asked)."""
+        chain_id, run = request.query_params.get("chainId", ""), request.query_params.get("id", "")
+        return chain_id, run, await find(run, chain_id) if run else None
+
     @ctx.guard("read", users=True)
     async def list_runs(request: Request) -> Response:
-        q = request.query_params
-        chain_id, run = q.get("chainId", ""), q.get("id", "")
+        chain_id, run, rid = await asked(request)
         if run:
-            rid = await find(run, chain_id)
             snap = await snapshot(state.store, rid) if rid is not None else None
             if snap is None:
                 return JSONResponse({"error": {"message": f"no run log {run!r}", "code": "not_found"}},
@@ -62,10 +65,8 @@ def routes(ctx: ServerContext) -> list[BaseRoute]:
 
     @ctx.guard("write", users=True)
     async def delete_runs(request: Request) -> Response:
-        q = request.query_params
-        chain_id, run = q.get("chainId", ""), q.get("id", "")
+        chain_id, run, rid = await asked(request)
         if run:
-            rid = await find(run, chain_id)
             if rid is not None:
                 await state.store.delete_run(rid)
         elif chain_id:

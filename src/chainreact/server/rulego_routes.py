@@ -24,6 +24,7 @@ notify, chat) are server/rulego_exec.py, the shared helpers server/rulego_http.p
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -34,6 +35,8 @@ from .context import ServerContext
 from .openai_api import error
 from .rulego_http import dsl_view, json_body, not_found, ok, page_of, paged, query_bool
 from .rulego_state import LATEST, MAIN, STORE_SOURCE, prepared
+
+JsonHandler = Callable[[Request, str, Any], Awaitable[Response]]
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -113,22 +116,25 @@ def routes(ctx: ServerContext) -> list[Route]:
                                 status_code=404)
         return JSONResponse(dsl_view(chain))
 
-    @guard("write", "id", users=True)
-    async def save_rule(request: Request) -> Response:
-        ident = request.path_params["id"]
-        doc = json_body(request)
-        if isinstance(doc, Response):
-            return doc
+    def with_json(fn: JsonHandler) -> Callable[[Request], Awaitable[Response]]:
+        """A write route given the request, the path's id and the JSON body (malformed JSON: 400)."""
+        @guard("write", "id", users=True)
+        async def handler(request: Request) -> Response:
+            value = json_body(request)
+            return value if isinstance(value, Response) else \
+                await fn(request, request.path_params["id"], value)
+
+        handler.__name__ = fn.__name__
+        return handler
+
+    @with_json
+    async def save_rule(request: Request, ident: str, doc: Any) -> Response:
         if not isinstance(doc, dict) or not isinstance(doc.get("ruleChain"), dict):
             return error(400, "the chain DSL must be a JSON object with a ruleChain object and metadata")
         return await store_doc(ident, doc, await state.document(ident) if chain_of(ident) else None)
 
-    @guard("write", "id", users=True)
-    async def save_base(request: Request) -> Response:
-        ident = request.path_params["id"]
-        base = json_body(request)
-        if isinstance(base, Response):
-            return base
+    @with_json
+    async def save_base(request: Request, ident: str, base: Any) -> Response:
         problem = _base_problem(base)
         if problem:
             return error(400, f"the base info (RuleChainBaseInfo) {problem}")
@@ -145,12 +151,8 @@ def routes(ctx: ServerContext) -> list[Route]:
                 rc["configuration"] = {**(rc.get("configuration") or {}), **base["configuration"]}
         return await store_doc(ident, doc, previous)
 
-    @guard("write", "id", users=True)
-    async def save_config(request: Request) -> Response:
-        ident = request.path_params["id"]
-        value = json_body(request)
-        if isinstance(value, Response):
-            return value
+    @with_json
+    async def save_config(request: Request, ident: str, value: Any) -> Response:
         previous = await state.document(ident) if chain_of(ident) else None
         if previous is None:
             return not_found(ident)
