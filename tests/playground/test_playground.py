@@ -164,8 +164,11 @@ def test_trace_endpoint_refuses_bad_input_and_unknown_chains(server: Served) -> 
     assert outs == [("check", "False"), ("small", "Success"), ("log", "Success")]
     assert small.json()["events"][0]["msg"]["metadata"] == {"k": "v"}
     catalog = httpx.get(server.url + "/playground/api/catalog").json()["items"]
-    assert {"id": "helper", "kind": "agent", "description": "Doubles numbers with a tool",
-            "model": "fake-model"} in catalog
+    helper = next(it for it in catalog if it["id"] == "helper")
+    assert helper == {"id": "helper", "kind": "agent", "description": "Doubles numbers with a tool",
+                      "model": "fake-model", "addresses": {
+                          "openai": "/v1/chat/completions", "agui": "/agui/helper", "a2a": "/a2a/helper",
+                          "a2a_card": "/a2a/helper/.well-known/agent-card.json"}}
 
 
 def test_flow_view_shows_nodes_transitions_and_where_each_session_stands(browser: webdriver.Chrome,

@@ -2,7 +2,8 @@
 
     GET  /                                      the page (static, from the package: no CDN, works offline)
     GET  /playground/{file}                     its scripts and styles (only the files it ships)
-    GET  /playground/api/catalog                everything loaded: id, kind, description (+ model of agents)
+    GET  /playground/api/catalog                everything loaded: id, kind, description (+ model of agents),
+                                                its addresses (OpenAI, AG-UI, A2A)
     POST /playground/api/chains/{id}/trace      run a chain once with debug capture: every node's IN/OUT
     GET  /playground/api/flows/{id}             a flow's nodes, transitions and sessions (playground_flows)
     GET  /playground/api/flows/{id}/sessions/{sid}   one session's conversation so far (playground_flows)
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from starlette.requests import Request
@@ -53,7 +55,13 @@ def _static_files() -> dict[str, Path]:
 
 
 def _entry_info(entry: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {"id": entry.id, "kind": entry.kind, "description": entry.description or ""}
+    ident = quote(entry.id, safe="")
+    # Where other clients reach it (paths on this server): every id is a model of the OpenAI routes, an
+    # AG-UI agent (agui_routes) and an A2A agent (a2a_routes).
+    addresses = {"openai": "/v1/chat/completions", "agui": f"/agui/{ident}", "a2a": f"/a2a/{ident}",
+                 "a2a_card": f"/a2a/{ident}/.well-known/agent-card.json"}
+    info: dict[str, Any] = {"id": entry.id, "kind": entry.kind, "description": entry.description or "",
+                            "addresses": addresses}
     if entry.kind == "agent":
         config = getattr(entry.obj, "config", None)
         model = getattr(config, "model", None)

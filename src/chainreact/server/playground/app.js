@@ -3,6 +3,7 @@
 
 import { apiKey, getJSON, setApiKey } from "./api.js";
 import { h } from "./dom.js";
+import { addressTable } from "./connect.js";
 import { ChatView } from "./chat.js";
 import { ChainView } from "./chain.js";
 import { FlowView } from "./flow.js";
@@ -11,11 +12,16 @@ const KINDS = [["agent", "Agents"], ["chain", "Chains"], ["flow", "Flows"]];
 let items = [];
 let current = null; // the view on screen, closed before the next one opens
 
+// The search as typed, without spaces and invisible characters at its ends (an empty search shows all).
+function query() {
+  return document.getElementById("search").value.replace(/^[\s\p{Cf}]+|[\s\p{Cf}]+$/gu, "").toLowerCase();
+}
+
 function renderCatalog() {
   const box = document.getElementById("catalog");
-  const q = document.getElementById("search").value.trim().toLowerCase();
+  const q = query();
   const hit = (it) => !q || it.id.toLowerCase().includes(q) || (it.description || "").toLowerCase().includes(q)
-    || it.kind.includes(q);
+    || (it.kind + "s").includes(q); // "flow" and "flows" (the group's title) alike
   const shown = items.filter(hit);
   box.replaceChildren();
   for (const [kind, title] of KINDS) {
@@ -27,7 +33,8 @@ function renderCatalog() {
           it.id, h("small", {}, it.description || it.model || kind))))));
   }
   const status = document.getElementById("catalog-status");
-  status.textContent = q ? `${shown.length} of ${items.length} match` : `${items.length} loaded`;
+  // The query is named, so that what is filtered is never a mystery.
+  status.textContent = q ? `${shown.length} of ${items.length} match “${q}”` : `${items.length} loaded`;
   markCurrent();
 }
 
@@ -51,6 +58,11 @@ async function loadCatalog() {
     const body = await getJSON("/playground/api/catalog");
     items = body.items;
     renderCatalog();
+    document.getElementById("welcome-addresses").replaceChildren(...(items.length ? [
+      h("h3", {}, "Everything here is served to other clients too"),
+      h("p", { class: "muted" }, "Each id is an AG-UI agent (POST a RunAgentInput) and an A2A agent (its card " +
+        "names its JSON-RPC address), and a model of /v1/chat/completions."),
+      addressTable(KINDS.flatMap(([kind]) => items.filter((it) => it.kind === kind)))] : []));
     route();
   } catch (e) {
     items = [];
@@ -84,7 +96,11 @@ function route() {
 }
 
 function init() {
-  document.getElementById("search").addEventListener("input", renderCatalog);
+  // Typing fires `input`; a value set otherwise (WebDriver's clear(), a password manager, a form reset) may
+  // fire only `change`, the box's clear button `search`: each redraws the list from the box as it is.
+  const search = document.getElementById("search");
+  for (const type of ["input", "change", "search"]) search.addEventListener(type, renderCatalog);
+  window.addEventListener("pageshow", renderCatalog); // a value the browser restored (back, forward)
   const keyInput = document.getElementById("api-key");
   keyInput.value = apiKey();
   document.getElementById("key-form").addEventListener("submit", (ev) => {

@@ -7,6 +7,7 @@ import { getJSON, postJSON, streamSSE } from "./api.js";
 import { h, ms, pretty } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { tabs } from "./chat.js";
+import { connectPanel } from "./connect.js";
 import { pastRuns } from "./runs.js";
 
 export class ChainView {
@@ -28,10 +29,12 @@ export class ChainView {
       h("label", { for: "trace-meta" }, "Metadata (JSON)", this.meta),
       this.runBtn, this.status);
     const past = pastRuns(item, (run) => this.openRun(run), "graph-runs");
+    const connect = connectPanel(item);
     root.append(
       h("div", { class: "viewhead" }, h("h2", {}, item.id), h("span", { class: "kind" }, "chain"),
-        item.description ? h("span", { class: "muted" }, item.description) : null, past.button, tabs(item, "graph")),
-      past.panel,
+        item.description ? h("span", { class: "muted" }, item.description) : null, past.button, connect.button,
+        tabs(item, "graph")),
+      past.panel, connect.panel,
       h("div", { class: "chainview" }, h("div", { class: "graphpane" }, this.graph, form), this.detail));
     this.load();
   }

@@ -5,6 +5,7 @@
 // and the past runs in the server's store. The answer itself is drawn by turn.js.
 
 import { getJSON, postJSON, streamSSE } from "./api.js";
+import { connectPanel } from "./connect.js";
 import { h } from "./dom.js";
 import { pastRuns } from "./runs.js";
 import { SessionStore } from "./sessions.js";
@@ -25,6 +26,7 @@ export class ChatView {
     // The agent's or chain's recent runs in the server's store; one opens in the log from its stored
     // events (an interrupted one can be answered there).
     const past = pastRuns(item, (run) => this.openRun(run));
+    const connect = connectPanel(item);
     this.picker = h("select", { id: "session-picker", onchange: () => this.pick(this.picker.value) });
     const head = h("div", { class: "viewhead" },
       h("h2", {}, item.id), h("span", { class: "kind" }, item.kind),
@@ -33,7 +35,7 @@ export class ChatView {
       h("label", { for: "session-picker" }, "Session"), this.picker,
       h("button", { type: "button", class: "secondary", id: "new-session", onclick: () => this.newSession() },
         "New session"),
-      past.button,
+      past.button, connect.button,
       item.kind === "chain" ? tabs(item, "chat") : null);
     this.log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
     this.input = h("textarea", { id: "chat-input", rows: 2, placeholder: "Message (Enter sends, Shift+Enter: new line)" });
@@ -49,7 +51,7 @@ export class ChatView {
     const form = h("form", { class: "composer", onsubmit: (ev) => { ev.preventDefault(); this.send(); } },
       h("label", { for: "chat-input", class: "visually-hidden" }, `Message to ${item.id}`),
       this.input, this.sendBtn, this.cancelBtn);
-    root.append(head, past.panel, h("div", { class: "chat" }, this.log, form));
+    root.append(head, past.panel, connect.panel, h("div", { class: "chat" }, this.log, form));
     this.refreshPicker();
     this.renderSession();
     this.input.focus();

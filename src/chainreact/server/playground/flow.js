@@ -5,6 +5,7 @@
 // SSE with "deltas": the user's message, then the agents' answers shown as they are written).
 
 import { getJSON, streamSSE } from "./api.js";
+import { connectPanel } from "./connect.js";
 import { h, pretty } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { fillMarkdown } from "./markdown.js";
@@ -36,9 +37,12 @@ export class FlowView {
       h("label", { for: "flow-user-id" }, "User id", this.userId),
       h("label", { for: "flow-user-name" }, "User name", this.userName),
       h("label", { for: "flow-text" }, "Message", this.text), this.sendBtn, this.status);
+    const connect = connectPanel(item);
     root.append(
       h("div", { class: "viewhead" }, h("h2", {}, item.id), h("span", { class: "kind" }, "flow"),
-        item.description ? h("span", { class: "muted" }, item.description) : null),
+        item.description ? h("span", { class: "muted" }, item.description) : null, h("span", { class: "spacer" }),
+        connect.button),
+      connect.panel,
       h("div", { class: "chainview" }, h("div", { class: "graphpane" }, this.graph, form), this.detail));
     this.load();
   }
