@@ -125,8 +125,7 @@ def _template(text: str, ctx: TemplateContext, fld: str | None) -> Any:
 
 def _error(e: Exception, ctx: TemplateContext, fld: str | None, expr: str | None = None,
            pos: int | None = None) -> TemplateError:
-    from .expr import ExprSyntaxError, UndefinedName
-    from .expr.errors import quote
+    from .expr import ExprSyntaxError, UndefinedName, quote
 
     where = "".join([f" in field {fld}" if fld else "", f" in {ctx.source}" if ctx.source else ""])
     expression = getattr(e, "expression", None) if expr is None else expr

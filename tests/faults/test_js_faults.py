@@ -129,7 +129,7 @@ def test_serve_answers_healthz_and_sigterm_while_a_script_runs_away(tmp_path: Pa
 
             answer: list[httpx.Response] = []
             t = threading.Thread(target=lambda: answer.append(
-                client.post(f"{base}/api/v1/rules/spin/execute/T", content=b"{}")))
+                client.post(f"{base}/api/v1/rules/spin/execute/T?_ends=true", content=b"{}")))
             t.start()
             seen_in_flight = 0
             while t.is_alive():

@@ -11,8 +11,7 @@ class Expr:
     __slots__ = ("prog", "text")
 
     def __init__(self, text: str):
-        from ..expr import ExprSyntaxError, compile_expr
-        from ..expr.errors import quote
+        from ..expr import ExprSyntaxError, compile_expr, quote
 
         self.text = text
         try:

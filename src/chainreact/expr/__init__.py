@@ -9,7 +9,7 @@ to Python closures (never Python `eval`), with expr-lang's operators, builtins a
 from __future__ import annotations
 
 from .builtins import FUNCTIONS, read_text_file, register_function
-from .errors import ExprError, ExprSyntaxError, UndefinedName
+from .errors import ExprError, ExprSyntaxError, UndefinedName, quote
 from .program import Program, compile_expr
 from .template import Template, find_close, parse_template, render
 from .values import to_json, to_string
@@ -24,6 +24,7 @@ __all__ = [
     "compile_expr",
     "find_close",
     "parse_template",
+    "quote",
     "read_text_file",
     "register_function",
     "render",
