@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import stats
 from procs import ROOT
 
 DOC = ROOT / "docs" / "performance.md"
@@ -49,17 +50,32 @@ def _r(results: dict[str, Any], fw: str, workload: str) -> dict[str, Any] | None
     return r if r and r.get("status") == "ok" else None
 
 
+def _spread(r: dict[str, Any], key: str) -> dict[str, Any]:
+    """A figure's spread over the rounds (a result from before rounds: one round of its value)."""
+    s = (r.get("spread") or {}).get(key)
+    return s if s else {"median": r[key], "min": r[key], "max": r[key], "n": 1, "rounds": [r[key]]}
+
+
 def _cell(r: dict[str, Any] | None, key: str, fmt: str, results: dict[str, Any], fw: str, wl: str) -> str:
+    """`median [lowest-highest round]` of a figure, or why there is none."""
     if r is not None:
-        return format(r[key], fmt)
+        return stats.fmt(_spread(r, key), int(fmt.strip(".f")))
     raw = results["frameworks"].get(fw, {}).get(wl)
     if raw is None:
         return "not run"
     return f"n/a ({raw.get('reason', raw.get('status'))})"
 
 
-def _ratio(value: Any, base: Any) -> str:
-    return f"{value / base:.2f}x" if value is not None and base else "–"
+def _ratio_spread(r: dict[str, Any] | None, base: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """The spread of the per-round ratios r/base (round i of each ran side by side in round i)."""
+    if r is None or base is None:
+        return None
+    return stats.ratios(zip(_spread(r, key)["rounds"], _spread(base, key)["rounds"], strict=False))
+
+
+def _ratio(r: dict[str, Any] | None, base: dict[str, Any] | None, key: str) -> str:
+    s = _ratio_spread(r, base, key)
+    return stats.fmt(s, 2, "x") if s else "–"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -78,6 +94,7 @@ def run_block(results: dict[str, Any]) -> str:
     vers = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
     s = m["settings"]
     kind = "a QUICK run (few repetitions; rough numbers)" if m["quick"] else "one full run"
+    n = int(s.get("rounds", 1))
     return (
         f"Figures below come from {kind} of the suite on **{m['date']}**, "
         f"{m['duration_s'] / 60:.1f} minutes.\n\n"
@@ -86,7 +103,10 @@ def run_block(results: dict[str, Any]) -> str:
         f"{', '.join(f'{x:.1f}' for x in mach.get('load_avg_end', []))} "
         "(the machine was shared; CPU time per request is robust to that, wall times less so)\n"
         f"- Versions: {vers}\n"
-        f"- Settings: sequential workloads {s['warmup']} warm-up + {s['reps']} x {s['runs']} runs "
+        f"- Rounds: {n}, interleaving the frameworks (each round runs every framework once per workload, "
+        "in turn); a figure is the median over the rounds with the lowest and highest round in brackets, "
+        "a ratio the median of each round's ratio (both sides measured in the same round).\n"
+        f"- Settings per round: sequential workloads {s['warmup']} warm-up + {s['reps']} x {s['runs']} runs "
         f"(median of the {s['reps']} repetitions); concurrent {s['conc_runs']} runs at once, "
         f"{s['conc_reps']} repetition(s), {results['meta']['latency_s'] * 1e3:.0f} ms server latency; "
         f"build {s['agents']} agents (time budget {s['build_budget']:.0f} s); "
@@ -105,23 +125,31 @@ def targets_block(results: dict[str, Any]) -> str:
         peers = [(fw, r) for fw in PEERS if (r := _r(results, fw, wl))]
         if cr and peers:
             fw, best = min(peers, key=lambda p: p[1]["cpu_per_request_ms"])
-            ratio = cr["cpu_per_request_ms"] / best["cpu_per_request_ms"]
-            row(f"CPU/request {label} <= 0.5x the fastest peer", f"{ratio:.2f}x ({NAMES[fw]})", ratio <= 0.5)
+            ratio = _ratio_spread(cr, best, "cpu_per_request_ms")
+            assert ratio is not None
+            row(f"CPU/request {label} <= 0.5x the fastest peer",
+                f"{stats.fmt(ratio, 2, 'x')} ({NAMES[fw]})", ratio["median"] <= 0.5)
         if cr and base:
-            ratio = cr["cpu_per_request_ms"] / base["cpu_per_request_ms"]
-            row(f"CPU/request {label} <= 1.5x bare httpx", f"{ratio:.2f}x", ratio <= 1.5)
+            ratio = _ratio_spread(cr, base, "cpu_per_request_ms")
+            assert ratio is not None
+            row(f"CPU/request {label} <= 1.5x bare httpx", stats.fmt(ratio, 2, "x"), ratio["median"] <= 1.5)
     conc = {fw: r for fw in results["frameworks"] if fw not in ("bare_httpx", "bare_openai")
             and (r := _r(results, fw, "concurrent"))}
     if "chainreact" in conc and len(conc) > 1:
-        fastest = min(conc, key=lambda f: conc[f]["wall_s"])
+        fastest = min((f for f in conc if f != "chainreact"), key=lambda f: conc[f]["wall_s"])
         n = results["meta"]["settings"]["conc_runs"]
+        def conc_cell(fw: str, key: str, fmt: str) -> str:
+            return _cell(conc[fw], key, fmt, results, fw, "concurrent")
+
         row(f"{n} concurrent runs: fastest wall of all frameworks (baselines aside)",
-            f"chainreact {conc['chainreact']['wall_s']:.2f} s; fastest {NAMES[fastest]} "
-            f"{conc[fastest]['wall_s']:.2f} s", fastest == "chainreact")
-        lowest = min(conc, key=lambda f: conc[f]["peak_rss_mb"])
+            f"chainreact {conc_cell('chainreact', 'wall_s', '.2f')} s; "
+            f"fastest peer {NAMES[fastest]} {conc_cell(fastest, 'wall_s', '.2f')} s",
+            conc["chainreact"]["wall_s"] <= conc[fastest]["wall_s"])
+        lowest = min((f for f in conc if f != "chainreact"), key=lambda f: conc[f]["peak_rss_mb"])
         row(f"{n} concurrent runs: lowest peak RSS of all frameworks (baselines aside)",
-            f"chainreact {conc['chainreact']['peak_rss_mb']:.0f} MB; lowest {NAMES[lowest]} "
-            f"{conc[lowest]['peak_rss_mb']:.0f} MB", lowest == "chainreact")
+            f"chainreact {conc_cell('chainreact', 'peak_rss_mb', '.0f')} MB; lowest peer {NAMES[lowest]} "
+            f"{conc_cell(lowest, 'peak_rss_mb', '.0f')} MB",
+            conc["chainreact"]["peak_rss_mb"] <= conc[lowest]["peak_rss_mb"])
     imp = results.get("imports") or {}
     ci = (imp.get("imports") or {}).get("chainreact")
     if ci and ci.get("status") == "ok":
@@ -146,15 +174,15 @@ def results_block(results: dict[str, Any], charts: list[str]) -> str:
     for fw in fws:
         s, t = _r(results, fw, "sync"), _r(results, fw, "stream")
         rows.append([NAMES[fw], _cell(s, "cpu_per_request_ms", ".2f", results, fw, "sync"),
-                     _ratio(s and s["cpu_per_request_ms"], base_s and base_s["cpu_per_request_ms"]),
+                     _ratio(s, base_s, "cpu_per_request_ms"),
                      _cell(t, "cpu_per_request_ms", ".2f", results, fw, "stream"),
-                     _ratio(t and t["cpu_per_request_ms"], base_t and base_t["cpu_per_request_ms"]),
+                     _ratio(t, base_t, "cpu_per_request_ms"),
                      _cell(s, "wall_per_run_ms", ".1f", results, fw, "sync"),
                      _cell(t, "wall_per_run_ms", ".1f", results, fw, "stream"),
                      _cell(s, "peak_rss_mb", ".0f", results, fw, "sync")])
     out += ["### Per model request: sequential 3-tool-step runs (4 model requests per run)", "",
-            "Client-process CPU time (`time.process_time`) per model request, median of the repetitions; "
-            "x = ratio to the bare httpx loop in the same run.", "",
+            "Client-process CPU time (`time.process_time`) per model request: median over the rounds "
+            "[lowest-highest round]; x = ratio to the bare httpx loop in the same round.", "",
             _table(["Framework", "CPU ms/req (sync)", "x httpx", "CPU ms/req (stream)", "x httpx",
                     "wall ms/run (sync)", "wall ms/run (stream)", "peak RSS MB (sync)"], rows), ""]
 
@@ -163,15 +191,15 @@ def results_block(results: dict[str, Any], charts: list[str]) -> str:
     for fw in fws:
         c = _r(results, fw, "concurrent")
         rows.append([NAMES[fw], _cell(c, "wall_s", ".2f", results, fw, "concurrent"),
-                     _ratio(c and c["wall_s"], base_c and base_c["wall_s"]),
+                     _ratio(c, base_c, "wall_s"),
                      _cell(c, "cpu_per_request_ms", ".2f", results, fw, "concurrent"),
                      _cell(c, "peak_rss_mb", ".0f", results, fw, "concurrent"),
-                     _ratio(c and c["peak_rss_mb"], base_c and base_c["peak_rss_mb"])])
+                     _ratio(c, base_c, "peak_rss_mb")])
     n = results["meta"]["settings"]["conc_runs"]
     latency_ms = results["meta"]["latency_s"] * 1e3
     out += [f"### {n} runs at once, {latency_ms:.0f} ms server latency per request", "",
-            "Wall time of the whole batch (median of the repetitions) and the runner process's peak RSS "
-            "(imports included).", "",
+            "Wall time of the whole batch and the runner process's peak RSS (imports included): median "
+            "over the rounds [lowest-highest round].", "",
             _table(["Framework", "wall s", "x httpx", "CPU ms/req", "peak RSS MB", "x httpx"], rows), ""]
 
     rows = []

@@ -1,8 +1,11 @@
 """The benchmark suite: chainreact and its peers, same agent, same scripted server, one command.
 
-    bench/run [--quick] [--only chainreact,agno] [--workloads sync,stream] [--no-docs]
+    bench/run [--quick] [--rounds 3] [--only chainreact,agno] [--workloads sync,stream] [--no-docs]
 
-Every framework runs in its own process against a scripted OpenAI-compatible server in another process,
+Rounds interleave the frameworks (A B C A B C ...: every round runs each framework once per workload), so
+the drift of a shared machine hits each alike; every figure is published as the median over the rounds
+with its spread, the lowest and the highest round (bench/stats.py). Every framework runs in its own
+process against a scripted OpenAI-compatible server in another process,
 one fresh server per (framework, workload) so its request counts check that runner alone. Results go to
 bench/results/<stamp>.json (and latest.json); the tables and charts into docs/performance.md and
 docs/img/. A framework that did not complete every run is a failure of the suite (exit 1), never a
@@ -23,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import imports
 import scale
+import stats
 from procs import BENCH, Server, run_runner, verify
 
 # Runner file suffix -> display name; baselines first.
@@ -40,11 +44,16 @@ RUNNER_WORKLOADS = ("sync", "stream", "concurrent", "build")  # run by bench/fra
 WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server", "durable",
              "scale")
 
-# Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request).
-FULL = {"runs": 10, "reps": 5, "warmup": 2, "conc_runs": 500, "conc_reps": 1, "agents": 10_000,
-        "build_budget": 60.0, "import_repeat": 5, "ttft_iterations": 30}
-QUICK = {"runs": 4, "reps": 2, "warmup": 1, "conc_runs": 100, "conc_reps": 1, "agents": 500,
+# Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request): per
+# round, the median of `reps` repetitions; the published figure is the median over `rounds` rounds.
+FULL = {"rounds": 3, "runs": 10, "reps": 2, "warmup": 1, "conc_runs": 500, "conc_reps": 1,
+        "agents": 10_000, "build_budget": 20.0, "import_repeat": 5, "ttft_iterations": 30}
+QUICK = {"rounds": 1, "runs": 4, "reps": 2, "warmup": 1, "conc_runs": 100, "conc_reps": 1, "agents": 500,
          "build_budget": 20.0, "import_repeat": 3, "ttft_iterations": 8}
+# The figures of a runner's result that are combined over rounds (median, spread); the rest is the first
+# round's (versions, notes) or, for `partial`, true when any round hit the build's time budget.
+FIGURES = ("cpu_per_request_ms", "wall_per_run_ms", "peak_rss_mb", "wall_s", "cpu_per_agent_us",
+           "wall_per_agent_us", "kib_per_agent", "agents")
 LATENCY = 0.1  # seconds per request in the concurrent workload
 
 
@@ -125,6 +134,7 @@ def run_flows(quick: bool) -> dict[str, Any]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench/run", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="few runs: checks the suite works, numbers are rough")
+    p.add_argument("--rounds", type=int, help="rounds interleaving the frameworks (default 3; --quick: 1)")
     p.add_argument("--only", default="", help=f"comma list of frameworks: {', '.join(FRAMEWORKS)}")
     p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma list of {', '.join(WORKLOADS)}")
     p.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md and charts")
@@ -143,21 +153,27 @@ def main(argv: list[str] | None = None) -> int:
               f"frameworks: {', '.join(FRAMEWORKS)}; workloads: {', '.join(WORKLOADS)}", file=sys.stderr)
         return 2
     fws = only or list(FRAMEWORKS)
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK if args.quick else FULL)
+    if args.rounds is not None:
+        cfg["rounds"] = max(1, args.rounds)
     started = time.perf_counter()
     results: dict[str, Any] = {
         "meta": {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "quick": args.quick,
                  "settings": cfg, "latency_s": LATENCY, "machine": machine()},
         "frameworks": {fw: {} for fw in fws},
     }
-    for workload in workloads:
-        if workload not in RUNNER_WORKLOADS:  # the others have their own scripts, below
-            continue
-        for fw in fws:
-            print(f"[bench] {workload:<10} {FRAMEWORKS[fw]:<16}", end=" ", flush=True)
-            r = run_workload(fw, workload, cfg)
-            results["frameworks"][fw][workload] = r
-            print(_summary(workload, r), flush=True)
+    rounds: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for rnd in range(int(cfg["rounds"])):  # A B C A B C ...: each round runs every framework once
+        for workload in workloads:
+            if workload not in RUNNER_WORKLOADS:  # the others have their own scripts, below
+                continue
+            for fw in fws:
+                print(f"[bench] round {rnd + 1} {workload:<10} {FRAMEWORKS[fw]:<16}", end=" ", flush=True)
+                r = run_workload(fw, workload, cfg)
+                rounds.setdefault((fw, workload), []).append(r)
+                print(_summary(workload, r), flush=True)
+    for (fw, workload), rs in rounds.items():
+        results["frameworks"][fw][workload] = combine(rs)
     if "imports" in workloads:
         print("[bench] imports", flush=True)
         names = {FRAMEWORKS[f] for f in fws}
@@ -187,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         print("[bench] durable runs (Temporal)", flush=True)
         results["durable"] = durable_bench.measure(
             dict(durable_bench.QUICK if args.quick else durable_bench.FULL, quick=args.quick),
-            [f for f in durable_bench.FRAMEWORKS if f in fws])
+            [f for f in durable_bench.FRAMEWORKS  # chainreact: with and without the workflow sandbox
+             if f in fws or (f == "chainreact_sandboxed" and "chainreact" in fws)])
     if "scale" in workloads and set(fws) & set(scale.FRAMEWORKS):
         print("[bench] scale: runs in flight in one process", flush=True)
         results["scale"] = scale.measure(scale.QUICK if args.quick else scale.FULL,
@@ -232,6 +249,27 @@ def main(argv: list[str] | None = None) -> int:
             written.append(scale_report.write(results["scale"]))
         print(f"[bench] wrote {', '.join(str(p) for p in written)}")
     return 0
+
+
+def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One (framework, workload) over its rounds: the first round that did not complete (a failure is never
+    averaged away), else the first round's result with each figure replaced by its median over the rounds
+    and `spread[figure]` = stats.spread (median, lowest, highest, every round's value)."""
+    bad = next((r for r in rounds if r.get("status") != "ok"), None)
+    if bad is not None:
+        return dict(bad, rounds_run=len(rounds))
+    out = dict(rounds[0])
+    out["spread"] = {}
+    for key in FIGURES:
+        s = stats.spread(r.get(key) for r in rounds)
+        if s is not None and all(key in r for r in rounds):
+            out[key] = s["median"]
+            out["spread"][key] = s
+    if any("partial" in r for r in rounds):
+        out["partial"] = any(r.get("partial") for r in rounds)
+    out["rounds_run"] = len(rounds)
+    out["elapsed_s"] = sum(r.get("elapsed_s", 0.0) for r in rounds)
+    return out
 
 
 def _failures(results: dict[str, Any]) -> list[str]:

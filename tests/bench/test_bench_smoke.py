@@ -84,3 +84,37 @@ def test_report_replaces_only_generated_blocks() -> None:
     # A deleted marker appends the block instead of dropping the figures.
     assert report.replace_block("# P\n", "run", "figures").endswith(
         "<!-- generated:run -->\nfigures\n<!-- /generated:run -->\n")
+
+
+def test_rounds_interleave_the_frameworks_and_publish_median_and_spread(tmp_path: Path) -> None:
+    cp = subprocess.run(
+        [sys.executable, str(BENCH / "suite.py"), "--quick", "--rounds", "2",
+         "--only", "chainreact,bare_httpx", "--workloads", "sync", "--no-docs", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=180, cwd=ROOT,
+    )
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    order = [line.split()[2:5:2] for line in cp.stdout.splitlines() if line.startswith("[bench] round")]
+    # A B A B: every round runs each framework once.
+    assert order == [["1", "chainreact"], ["1", "bare"], ["2", "chainreact"], ["2", "bare"]], cp.stdout
+    results = json.loads((tmp_path / "latest.json").read_text())
+    assert results["meta"]["settings"]["rounds"] == 2
+    for fw in ("chainreact", "bare_httpx"):
+        r = results["frameworks"][fw]["sync"]
+        s = r["spread"]["cpu_per_request_ms"]
+        assert r["rounds_run"] == 2 and s["n"] == 2 and len(s["rounds"]) == 2
+        assert s["min"] <= r["cpu_per_request_ms"] == s["median"] <= s["max"]
+    block = report.results_block(results, [])
+    row = next(line for line in block.splitlines() if line.startswith("| chainreact |"))
+    assert row.count("[") >= 3 and "x [" in row  # figures and the ratio to httpx with their spread
+
+
+def test_a_failed_round_is_never_averaged_away() -> None:
+    import suite
+
+    ok = {"status": "ok", "cpu_per_request_ms": 1.0, "peak_rss_mb": 50.0, "elapsed_s": 1.0}
+    combined = suite.combine([ok, dict(ok, cpu_per_request_ms=3.0), dict(ok, cpu_per_request_ms=2.0)])
+    assert combined["cpu_per_request_ms"] == 2.0
+    assert combined["spread"]["cpu_per_request_ms"]["min"] == 1.0
+    assert combined["spread"]["cpu_per_request_ms"]["max"] == 3.0
+    failed = suite.combine([ok, {"status": "failed", "reason": "4/5 runs"}, ok])
+    assert failed["status"] == "failed" and failed["reason"] == "4/5 runs"
