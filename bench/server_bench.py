@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "frameworks"))
 import _harness as h
+import stats
 from procs import BENCH, MARKER, PYTHON, ROOT, Server, bench_env, verify
 
 FRAMEWORKS = ("chainreact", "agno")
@@ -182,7 +183,8 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         out[key] = {"inproc": statistics.median(p[0] for p in pairs),
                     "served": statistics.median(p[1] for p in pairs),
-                    "added": statistics.median(p[1] - p[0] for p in pairs)}
+                    "added": statistics.median(p[1] - p[0] for p in pairs),
+                    "added_spread": stats.spread(p[1] - p[0] for p in pairs)}
     out["server_peak_rss_mb"] = max((r["server_peak_rss_mb"] for r in ok), default=None)
     return out
 

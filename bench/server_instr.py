@@ -183,35 +183,46 @@ def worker(framework: str, model_url: str, folder: str, runs: int, warmup: int) 
 
 
 def measure(frameworks: list[str], runs: int = 20, warmup: int = 5,
-            serve_args: list[str] | None = None) -> dict[str, Any]:
-    """{framework: {inproc_per_run, served_per_request, added} in instructions}, or {framework:
-    {status, reason}} for one that could not be measured."""
+            serve_args: list[str] | None = None, repeat: int = 3) -> dict[str, Any]:
+    """{framework: {inproc_per_run, served_per_request, added} in instructions: medians over `repeat`
+    measurements in fresh processes, the frameworks taking turns, with `spread` per figure}, or
+    {framework: {status, reason}} for one that could not be measured."""
     import server_bench as sb
+    import stats
 
-    out: dict[str, Any] = {"runs": runs, "frameworks": {}}
+    out: dict[str, Any] = {"runs": runs, "repeat": repeat, "frameworks": {}}
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         out["error"] = "valgrind is not installed"
         return out
+    each: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="chainreact-server-instr-") as tmp:
         folder = sb.write_agent(Path(tmp) / "agent")
-        for fw in frameworks:
-            why = sb.available(fw)
-            if why:
-                out["frameworks"][fw] = {"status": "n/a", "reason": why}
-                continue
-            try:
-                with Server.start(steps=h.STEPS) as model:
-                    ip = inproc(fw, model.url, folder, runs, warmup)
-                    sv = served(fw, model.url, folder, runs, warmup, serve_args)
-                    model.stop()
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                out["frameworks"][fw] = {"status": "error", "reason": str(e)}
-                continue
-            a, b = ip["instructions"] / runs, sv["instructions"] / runs
-            out["frameworks"][fw] = {"status": "ok", "inproc_per_run": a, "served_per_request": b,
-                                     "added": b - a}
-            print(f"[server-instr] {fw:<10} instructions: in-process {a / 1e6:.2f} M/run, served "
-                  f"{b / 1e6:.2f} M/request, added {(b - a) / 1e6:+.2f} M", flush=True)
+        for rnd in range(repeat):  # A B A B: the frameworks take turns
+            for fw in frameworks:
+                if fw in out["frameworks"]:  # n/a or failed: not measured again
+                    continue
+                why = sb.available(fw)
+                if why:
+                    out["frameworks"][fw] = {"status": "n/a", "reason": why}
+                    continue
+                try:
+                    with Server.start(steps=h.STEPS) as model:
+                        ip = inproc(fw, model.url, folder, runs, warmup)
+                        sv = served(fw, model.url, folder, runs, warmup, serve_args)
+                        model.stop()
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    out["frameworks"][fw] = {"status": "error", "reason": str(e)}
+                    continue
+                a, b = ip["instructions"] / runs, sv["instructions"] / runs
+                each.setdefault(fw, []).append({"inproc_per_run": a, "served_per_request": b, "added": b - a})
+                print(f"[server-instr] {rnd + 1}/{repeat} {fw:<10} instructions: in-process {a / 1e6:.2f} "
+                      f"M/run, served {b / 1e6:.2f} M/request, added {(b - a) / 1e6:+.2f} M", flush=True)
+    for fw, rows in each.items():
+        if fw in out["frameworks"]:
+            continue
+        spread = {k: stats.spread(r[k] for r in rows) for k in rows[0]}
+        out["frameworks"][fw] = {"status": "ok", **{k: v["median"] for k, v in spread.items() if v},
+                                 "spread": spread}
     return out
 
 
@@ -225,11 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="chainreact", help="comma list of: chainreact, agno")
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=3, help="measurements in fresh processes (median, spread)")
     p.add_argument("--serve-args", default="", help="more arguments of `chainreact serve`, e.g. "
                                                     "'--loop asyncio --http h11'")
     a = p.parse_args(argv)
     fws = [s.strip() for s in a.only.split(",") if s.strip()]
-    res = measure(fws, a.runs, a.warmup, a.serve_args.split())
+    res = measure(fws, a.runs, a.warmup, a.serve_args.split(), a.repeat)
     print(json.dumps(res, indent=1))
     return 1 if res.get("error") or any(r.get("status") != "ok" for r in res["frameworks"].values()) else 0
 

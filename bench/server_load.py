@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -273,6 +274,9 @@ async def measure(inproc: Mode, served: Mode, batches: int, concurrency: int, wa
             "concurrency": concurrency, "batches": batches, "wall_s": time.perf_counter() - w0, **modes}
 
 
+SERVE_GC_THRESHOLD = 10_000  # gc.set_threshold of `chainreact serve` (tests/bench check they agree)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("role", choices=["pair", "agentos"])
@@ -291,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         from agno.os import AgentOS
 
         app = AgentOS(agents=[agno_agent(a.url)], telemetry=False).get_app()
+        # The garbage collector as `chainreact serve` sets its own once loaded (cli/serve_cmds.py tune_gc):
+        # what is loaded frozen, young-generation threshold 10,000. Both servers get the same settings.
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(SERVE_GC_THRESHOLD)
         # As `chainreact serve` runs uvicorn: same loop, same HTTP implementation, access log off.
         uvicorn.run(app, host="127.0.0.1", port=a.port, log_level="warning", timeout_graceful_shutdown=30)
         return 0

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import stats
 from procs import ROOT
 
 DOC = ROOT / "docs" / "performance.md"
@@ -25,6 +26,13 @@ def _f(v: float | None, fmt: str = ".2f", sign: bool = False) -> str:
     if v is None:
         return "–"
     return format(v, ("+" if sign else "") + fmt)
+
+
+def _added(v: dict[str, Any]) -> str:
+    """An added figure: median of the rounds' differences [lowest-highest round]."""
+    if v.get("added_spread"):
+        return stats.fmt(v["added_spread"], 2, sign=True)
+    return _f(v["added"], sign=True)
 
 
 def _summary(results: dict[str, Any], fw: str, level: str) -> dict[str, Any] | None:
@@ -49,8 +57,8 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
     one = _summary(results, "chainreact", "1")
     if one and one["ttft_p50_ms"]["added"] is not None:
         added = one["ttft_p50_ms"]["added"]
-        row("`chainreact serve` adds < 1 ms to p50 time to first token at 1 stream", f"{added:+.2f} ms",
-            added < 1)
+        row("`chainreact serve` adds < 1 ms to p50 time to first token at 1 stream",
+            f"{_added(one['ttft_p50_ms'])} ms", added < 1)
     for level in levels(results):
         cr, ag = _summary(results, "chainreact", level), _summary(results, "agno", level)
         if not (cr and ag):
@@ -60,12 +68,7 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
             if a is None or b is None:
                 continue
             row(f"{what} added by the server at {level} stream(s): below AgentOS's",
-                f"chainreact {a:+.2f} ms, AgentOS {b:+.2f} ms", a < b)
-    ins = _instr(results)
-    if "chainreact" in ins and "agno" in ins:
-        a, b = ins["chainreact"]["added"], ins["agno"]["added"]
-        row("instructions per request added by the server at 1 stream (callgrind): below AgentOS's",
-            f"chainreact {a / 1e6:+.2f} M, AgentOS {b / 1e6:+.2f} M", a < b)
+                f"chainreact {_added(cr[key])} ms, AgentOS {_added(ag[key])} ms", a < b)
     return rows
 
 
@@ -105,25 +108,47 @@ def block(results: dict[str, Any], chart: str | None) -> str:
             cells = [NAMES.get(fw, fw), level]
             for key in ("ttft_p50_ms", "ttft_p99_ms", "cpu_per_run_ms"):
                 v = sm[key]
-                cells += [_f(v["inproc"]), _f(v["served"]), _f(v["added"], sign=True)]
+                cells += [_f(v["inproc"]), _f(v["served"]), _added(v)]
             cells.append(_f(sm.get("server_peak_rss_mb"), ".0f") + " MB")
             table.append("| " + " | ".join(cells) + " |")
     out += ["All times in ms. *In-process*: the agent run in the measuring process; *served*: the same run "
             "through the server, timed by the client; *added* = served minus in-process (median of the "
-            "rounds' differences). CPU/request: the measuring process's CPU per in-process run, the "
+            "rounds' differences [lowest-highest round]). CPU/request: the measuring process's CPU per "
+            "in-process run, the "
             "serving process's CPU per request.", "", *table, ""]
-    ins = _instr(results)
-    if ins:
-        n = results["instr"]["runs"]
-        out += [f"Instructions (valgrind's callgrind: load-independent; {n} sequential requests, after a "
-                "warm-up), in millions:", "",
-                "| Server | per run in-process | per request served | added |", "|---|---|---|---|"]
-        out += [f"| {NAMES.get(fw, fw)} | {r['inproc_per_run'] / 1e6:.2f} | "
-                f"{r['served_per_request'] / 1e6:.2f} | {r['added'] / 1e6:+.2f} |" for fw, r in ins.items()]
-        out.append("")
     if chart:
         out += [f"![server overhead](img/{chart})", ""]
     return "\n".join(out)
+
+
+def instr_block(results: dict[str, Any]) -> str:
+    """Block `generated:server-instr`: instructions per request (`server_bench.py --instr`), rewritten only
+    by a run that counted them (the suite's server workload does not: callgrind takes minutes)."""
+    ins = _instr(results)
+    n = results["instr"]["runs"]
+    reps = results["instr"].get("repeat", 1)
+    out = [f"From a run on **{results['meta']['date']}**: valgrind's callgrind (load-independent), {n} "
+           f"sequential requests after a warm-up, {reps} time(s) in fresh processes; median "
+           "[lowest-highest], in millions of instructions.", ""]
+    if "chainreact" in ins and "agno" in ins:
+        a, b = ins["chainreact"]["added"], ins["agno"]["added"]
+        met = "met" if a < b else "**missed**"
+        out += ["| Target | Measured |  |", "|---|---|---|",
+                "| instructions per request added by the server at 1 stream: below AgentOS's | "
+                f"chainreact {_m(ins['chainreact'], 'added', True)} M, "
+                f"AgentOS {_m(ins['agno'], 'added', True)} M"
+                f" | {met} |", ""]
+    out += ["| Server | per run in-process | per request served | added |", "|---|---|---|---|"]
+    out += [f"| {NAMES.get(fw, fw)} | {_m(r, 'inproc_per_run')} | {_m(r, 'served_per_request')} | "
+            f"{_m(r, 'added', True)} |" for fw, r in ins.items()]
+    return "\n".join(out) + "\n"
+
+
+def _m(r: dict[str, Any], key: str, sign: bool = False) -> str:
+    """Millions of instructions, with the spread over repetitions when there were several."""
+    s = (r.get("spread") or {}).get(key) or {"median": r[key], "min": r[key], "max": r[key], "n": 1}
+    return stats.fmt({k: (v / 1e6 if k in ("median", "min", "max") else v) for k, v in s.items()}, 2,
+                     sign=sign)
 
 
 def chart(results: dict[str, Any], img: Path = IMG) -> Path | None:
@@ -173,6 +198,8 @@ def write(results: dict[str, Any], doc_path: Path = DOC) -> list[Path]:
     png = chart(results, doc_path.parent / "img")
     doc = doc_path.read_text(encoding="utf-8")
     doc = replace_block(doc, "server", block(results, png.name if png else None))
+    if _instr(results):
+        doc = replace_block(doc, "server-instr", instr_block(results))
     tmp = doc_path.with_suffix(".md.tmp")
     tmp.write_text(doc, encoding="utf-8")
     tmp.replace(doc_path)

@@ -140,15 +140,44 @@ def test_report_shows_instruction_counts_and_the_uvicorn_setup(tmp_path: Path) -
                            "added": 1.5e6},
             "agno": {"status": "ok", "inproc_per_run": 40e6, "served_per_request": 70e6, "added": 30e6}}},
     }
-    rows = {(r[0], r[1], r[2]) for r in server_report.targets(results)}
-    assert ("instructions per request added by the server at 1 stream (callgrind): below AgentOS's",
-            "chainreact +1.50 M, AgentOS +30.00 M", "met") in rows
+    results["instr"]["frameworks"]["chainreact"]["spread"] = {  # three repetitions of the count
+        "added": {"median": 1.5e6, "min": 1.4e6, "max": 1.7e6, "n": 3, "rounds": [1.4e6, 1.5e6, 1.7e6]}}
     doc = tmp_path / "performance.md"
-    doc.write_text("<!-- generated:server -->\n<!-- /generated:server -->\n")
+    doc.write_text("<!-- generated:server -->\n<!-- /generated:server -->\n\nkept\n\n"
+                   "<!-- generated:server-instr -->\nOLD COUNTS\n<!-- /generated:server-instr -->\n")
     server_report.write(results, doc_path=doc)
     text = doc.read_text()
-    assert "| chainreact serve | 17.50 | 19.00 | +1.50 |" in text
+    assert "OLD COUNTS" not in text and "kept" in text
+    assert "| chainreact serve | 17.50 | 19.00 | +1.50 [+1.40–+1.70] |" in text
+    assert ("| instructions per request added by the server at 1 stream: below AgentOS's | "
+            "chainreact +1.50 [+1.40–+1.70] M, AgentOS +30.00 M | met |") in text
     assert "uvicorn (both servers): uvloop + httptools." in text
+
+    # A run that did not count instructions (the suite's) leaves the counts of the last one that did.
+    del results["instr"]
+    doc.write_text(text)
+    server_report.write(results, doc_path=doc)
+    assert "| chainreact serve | 17.50 | 19.00 | +1.50 [+1.40–+1.70] |" in doc.read_text()
+
+
+def test_agentos_gets_the_collector_settings_of_chainreact_serve() -> None:
+    """Fairness: both serving processes run with the same GC settings (frozen, threshold 10,000)."""
+    import gc
+    import inspect
+
+    import server_load
+
+    from chainreact.cli import serve_cmds
+
+    before = gc.get_threshold()
+    try:
+        serve_cmds.tune_gc()
+        assert gc.get_threshold()[0] == server_load.SERVE_GC_THRESHOLD
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+    src = inspect.getsource(server_load.main)
+    assert "gc.freeze()" in src and "gc.set_threshold(SERVE_GC_THRESHOLD)" in src
 
 
 def test_the_uvicorn_setup_follows_the_serve_arguments() -> None:
