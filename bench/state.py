@@ -44,6 +44,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stats
+
 from chainreact.state import open_store
 from chainreact.state.checkpoint import RunSnapshot, ToolOutcome
 from chainreact.types import Message, ToolCall
@@ -142,10 +145,14 @@ async def checkpoint_share(url: str, runs: int, reps: int) -> dict[str, float]:
             await batch(False)
             await batch(True)  # warm-up
             cpu: dict[bool, list[float]] = {False: [], True: []}
+            shares: list[float] = []  # each repetition's CPU inside the saves / its checkpointing runs' CPU
             spent.update(cpu=0.0, saves=0.0)
             for _ in range(reps):  # interleaved, so drift on the shared machine hits both alike
                 for mode in (False, True):
+                    before = spent["cpu"]
                     cpu[mode].append(await batch(mode))
+                    if mode:
+                        shares.append((spent["cpu"] - before) / runs / cpu[mode][-1])
             await agent.aclose()
     finally:
         proc.terminate()
@@ -156,6 +163,7 @@ async def checkpoint_share(url: str, runs: int, reps: int) -> dict[str, float]:
     return {"run_cpu_ms": p * 1000, "run_cpu_ckpt_ms": c * 1000, "share": d / c,
             "saves_per_run": spent["saves"] / n,
             "share_in_saves": spent["cpu"] / n / statistics.mean(cpu[True]),
+            "share_in_saves_spread": stats.spread(shares),
             "save_cpu_in_run_us": spent["cpu"] / max(1.0, spent["saves"]) * 1e6}
 
 
@@ -173,6 +181,7 @@ class Workload:
         self.lat: list[float] = []
         self.read_lat: list[float] = []
         self.wall = self.cpu = 0.0
+        self.round_rates: list[float] = []  # appends/s of each round (its n/rounds appends)
 
     async def open(self) -> None: ...
 
@@ -183,8 +192,9 @@ class Workload:
     async def close(self) -> None:
         await self.stack.aclose()
 
-    def summary(self) -> dict[str, float]:
-        return {"appends_per_s": len(self.lat) / self.wall, "append_p50_ms": pct(self.lat, 0.5),
+    def summary(self) -> dict[str, Any]:
+        return {"appends_per_s": len(self.lat) / self.wall, "round_appends_per_s": self.round_rates,
+                "append_p50_ms": pct(self.lat, 0.5),
                 "append_p99_ms": pct(self.lat, 0.99), "append_cpu_us": self.cpu / len(self.lat) * 1e6,
                 "read_p50_ms": pct(self.read_lat, 0.5), "read_p99_ms": pct(self.read_lat, 0.99)}
 
@@ -289,7 +299,9 @@ async def compare(workloads: list[Workload], n: int, reads: int, rounds: int = 5
                     t = time.perf_counter()
                     await w.append(i)
                     w.lat.append(time.perf_counter() - t)
-                w.wall += time.perf_counter() - wall0
+                took = time.perf_counter() - wall0
+                w.wall += took
+                w.round_rates.append(((r + 1) * n // rounds - r * n // rounds) / took)
                 w.cpu += time.process_time() - cpu0
         picks = [rnd.randrange(workloads[0].sessions) for _ in range(reads)]
         for r in range(rounds):
@@ -377,6 +389,23 @@ def format_row(row: dict[str, Any]) -> str:
             f"read p50 {row['read_p50_ms']:6.2f} p99 {row['read_p99_ms']:6.2f} ms")
 
 
+def round_ratio(mine: dict[str, Any], peer: dict[str, Any]) -> str:
+    """chainreact's appends/s over the peer's: the median of the rounds' ratios [lowest-highest round]
+    (in a round the two took turns, so each round's pair met the same machine)."""
+    pairs = list(zip(mine.get("round_appends_per_s") or [mine["appends_per_s"]],
+                     peer.get("round_appends_per_s") or [peer["appends_per_s"]], strict=False))
+    return stats.fmt(stats.ratios(pairs), 1, "x")
+
+
+def share_fmt(row: dict[str, Any]) -> str:
+    """The checkpoint's share: median of the repetitions [lowest-highest], in %."""
+    s = row.get("share_in_saves_spread")
+    if not s:
+        return f"{row['share_in_saves'] * 100:.1f} %"
+    pct_s = {k: (v * 100 if k in ("median", "min", "max") else v) for k, v in s.items()}
+    return stats.fmt(pct_s, 1, " %")
+
+
 def markdown(results: dict[str, Any]) -> str:
     rows = results["rows"]
     out = ["| backend | sessions | store | appends/s | vs LangGraph | append p50 / p99 ms | CPU/append µs "
@@ -389,8 +418,7 @@ def markdown(results: dict[str, Any]) -> str:
             continue
         peers = [p for p in rows if p["backend"] == r["backend"] and p["shape"] == r["shape"]
                  and p["impl"].startswith("langgraph") and "error" not in p]
-        ratio = " / ".join(f"{r['appends_per_s'] / p['appends_per_s']:.2f}x" for p in peers) \
-            if r["impl"] == "chainreact" else ""
+        ratio = " / ".join(round_ratio(r, p) for p in peers) if r["impl"] == "chainreact" else ""
         out.append(f"| {r['backend']} | {r['shape']} | {r['impl']} | {r['appends_per_s']:,.0f} | {ratio} | "
                    f"{r['append_p50_ms']:.2f} / {r['append_p99_ms']:.2f} | {r['append_cpu_us']:.0f} | "
                    f"{r['read_p50_ms']:.2f} / {r['read_p99_ms']:.2f} |")
@@ -405,7 +433,7 @@ def markdown(results: dict[str, Any]) -> str:
                        f"{r['load_p99_ms']:.2f} | {r['snapshot_bytes']} B | {r['run_cpu_ms']:.2f} / "
                        f"{r['run_cpu_ckpt_ms']:.2f} | {r['saves_per_run']:.0f} | "
                        f"{r['save_cpu_in_run_us']:.0f} | "
-                       f"**{r['share_in_saves'] * 100:.1f} %** ({r['share'] * 100:.1f} %) |")
+                       f"**{share_fmt(r)}** ({r['share'] * 100:.1f} %) |")
     return "\n".join(out)
 
 
