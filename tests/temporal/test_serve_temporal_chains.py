@@ -76,7 +76,8 @@ async def test_chains_run_in_the_workers_and_answer_as_in_process(
         async with httpx.AsyncClient(timeout=60) as http:
             rulego = (await http.post(f"{server.url}/api/v1/rules/chat/v1/chat/completions",
                                       json=chat)).json()
-            executed = await http.post(f"{server.url}/api/v1/rules/chat/execute/chat.completions?_ends=true", json=chat)
+            executed = await http.post(f"{server.url}/api/v1/rules/chat/execute/chat.completions?_ends=true",
+                                       json=chat)
             async with http.stream("POST", f"{server.url}/api/v1/rules/chat/runs",
                                    json={"input": "hello", "stream": True}) as resp:
                 run_id = resp.headers["x-run-id"]

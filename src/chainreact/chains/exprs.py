@@ -33,8 +33,7 @@ class Template:
         self.has_expr = "${" in text
         self.t: Any = None
         if self.has_expr:
-            from ..expr import ExprSyntaxError, parse_template
-            from ..expr.errors import quote
+            from ..expr import ExprSyntaxError, parse_template, quote
 
             try:
                 self.t = parse_template(text)
