@@ -204,3 +204,21 @@ def test_the_header_limit_counts_the_whole_head_and_never_the_body(tmp_path: Pat
     with serve(tmp_path / "d", {}, http=http) as srv:  # the default: 64 KiB
         assert _head(srv.port, 60_000) == b"HTTP/1.1 200 OK"
         assert _head(srv.port, 70_000).startswith(b"HTTP/1.1 431 ")
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["per key", "per address"])
+def test_rulego_mcp_path_obeys_the_rate_limit(fake_llm: Any, tmp_path: Path, keyed: bool) -> None:
+    # RuleGo's MCP address (/api/v1/mcp/{apiKey}/message) is the same server as /mcp: the same limits.
+    pytest.importorskip("mcp")
+    llm = fake_llm([])
+    keys = {"keys": [key("ui", "ui-key", rateLimit="2/minute")]} if keyed else None
+    with serve(tmp_path / "s", {"helper.json": agent_doc(llm.url)}, keys=keys,
+               rate_limit=None if keyed else "2/minute") as srv:
+        url = f"{srv.url}/api/v1/mcp/ui-key/message?session_id=00000000000000000000000000000000"
+        answers = [httpx.post(url, json=INIT, timeout=30) for _ in range(3)]
+        # The first two pass the limits and reach the transport (no such SSE session: 404 or 400).
+        assert [a.status_code != 429 for a in answers] == [True, True, False], [a.text for a in answers]
+        assert answers[2].json()["error"]["code"] == "rate_limit_exceeded"
+        if keyed:  # an unknown key in the path is still 401
+            bad = httpx.post(url.replace("ui-key", "nope"), json=INIT, timeout=30)
+            assert bad.status_code == 401

@@ -232,14 +232,21 @@ class _Guard:
                 await send({"type": "http.response.body", "body": body})
                 return
             scope[KEY_SCOPE] = key
-        if self.ctx.checks:
-            request = Request(scope, receive)
-            request.state.key = key
-            for check in self.ctx.checks:
-                if (refused := check(request)) is not None:
-                    await refused(scope, receive, send)
-                    return
+        if await refused_by_checks(self.ctx, scope, receive, send, key):
+            return
         await self.app(scope, receive, send)
+
+
+async def refused_by_checks(ctx: ServerContext, scope: Any, receive: Any, send: Any, key: Any) -> bool:
+    """Run the app's request checks (rate limits) for a raw ASGI route; True when one refused (answered)."""
+    if ctx.checks:
+        request = Request(scope, receive)
+        request.state.key = key
+        for check in ctx.checks:
+            if (refused := check(request)) is not None:
+                await refused(scope, receive, send)
+                return True
+    return False
 
 
 async def _call_agent(ctx: ServerContext, entry: Entry, args: dict[str, Any]) -> str:

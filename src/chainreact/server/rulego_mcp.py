@@ -22,7 +22,7 @@ import orjson
 from starlette.routing import BaseRoute, Route
 
 from .context import ServerContext
-from .mcp_routes import KEY_SCOPE, mcp_server
+from .mcp_routes import KEY_SCOPE, mcp_server, refused_by_checks
 
 log = logging.getLogger("chainreact.server")
 
@@ -55,22 +55,26 @@ class SseMcp:
                     log.warning("no MCP at /api/v1/mcp: the mcp extra failed to import: %s", exc)
             return self.parts
 
-    async def _admit(self, scope: Any, send: Any) -> tuple[Any, Any] | None:
+    async def _admit(self, scope: Any, receive: Any, send: Any) -> tuple[Any, Any] | None:
         """The server and transport, with the request's key in its scope; None when refused (answered)."""
         ctx = self.ctx
+        key = None
         if ctx.keys is not None:
             key = ctx.authenticate(scope["path_params"]["apiKey"], users=True)
             if key is None:
                 await _refuse(send, 401, "the API key in the path is not valid", "invalid_api_key")
                 return None
             scope[KEY_SCOPE] = key
+        # The same limits as /mcp and every other route (per key, else per client address).
+        if await refused_by_checks(ctx, scope, receive, send, key):
+            return None
         parts = await self._parts()
         if parts is None:
             await _refuse(send, 501, "MCP is not available: pip install 'chainreact[mcp]'", "mcp_unavailable")
         return parts
 
     async def stream(self, scope: Any, receive: Any, send: Any) -> None:
-        parts = await self._admit(scope, send)
+        parts = await self._admit(scope, receive, send)
         if parts is None:
             return
         server, transport = parts
@@ -84,7 +88,7 @@ class SseMcp:
             return  # refused by the transport's request checks (it answered)
 
     async def message(self, scope: Any, receive: Any, send: Any) -> None:
-        parts = await self._admit(scope, send)
+        parts = await self._admit(scope, receive, send)
         if parts is not None:
             await parts[1].handle_post_message(scope, receive, send)
 
