@@ -50,6 +50,7 @@ from ..types import (
 )
 from .cancel import CancelMode, CancelState, repair_history
 from .detection import DRAIN, StreamRouter
+from .gc_load import run_ended, run_started
 from .inputs import build_messages, gen_messages, input_messages
 from .interrupt import ANSWER, Checkpoint, Interruption, Question, Resume, ToolInterrupt
 from .middleware import AgentContext, RunState
@@ -130,6 +131,7 @@ class ReactLoop:
         """The run's events. With `resume`, the run goes on from saved messages and pending calls
         (interrupt.py) and `data` is not used."""
         plan = self.plan
+        run_started()  # the collector's adjustment under many runs in flight (gc_load.py)
         try:
             yield self._ev(RunStart(input=data))
             ctx = AgentContext(instruction=plan.instruction, tools=list(plan.tools),
@@ -176,6 +178,8 @@ class ReactLoop:
                 yield ev
             yield self._ev(ErrorEvent(error=str(e), error_type=type(e).__name__))
             raise
+        finally:
+            run_ended()
 
     async def _failed(self, error: BaseException | None) -> None:
         for m in self.plan.middleware.on_agent_error:
