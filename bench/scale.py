@@ -1,7 +1,7 @@
 """Scale: thousands of agent runs in flight in one process, against a 100 ms scripted model.
 
     python bench/scale.py [--quick] [--only chainreact,bare_httpx,agno] [--sizes 500,10000] [--rounds 3]
-                          [--no-docs] [--out DIR]
+                          [--sse 2000] [--no-docs] [--out DIR]
     (also `bench/run --workloads scale`, part of `make bench`)
 
 Each framework runs the suite's agent (3 tool steps, 4 model requests per run) N times at once in one
@@ -13,6 +13,10 @@ again and again: how late it wakes; p50/p99/max), time in the cyclic GC, peak RS
 sizes and the frameworks (round 1: 500 a b c, 10,000 a b c; round 2: ...); medians and the spread of the
 rounds are published, and chainreact's CPU per request at the largest size against the smallest (per round,
 then the median: the target is at most 1.5x).
+
+With chainreact, each round also has a cell of `--sse` (2,000; 100 with --quick; 0: none) streamed chat
+completions at once against `chainreact serve` on the same agent and model (bench/server_load.py served,
+one client process): time to first text p50/p99 from before each client connects, server CPU per run.
 
 chainreact must complete every run (else the bench fails and docs/performance.md is left as it was); a
 peer's failed runs are a result, reported with their kinds. A cell that exceeds its time budget is
@@ -36,8 +40,9 @@ from procs import BENCH, Server, run_runner, verify
 
 FRAMEWORKS = {"bare_httpx": "bare httpx", "chainreact": "chainreact", "pydantic_ai": "pydantic-ai",
               "openai_agents": "openai-agents", "langgraph": "langgraph", "agno": "agno"}
-FULL = {"sizes": [500, 10_000], "rounds": 3, "budget_s": 900.0}
-QUICK = {"sizes": [50, 400], "rounds": 1, "budget_s": 300.0}
+# sse: streamed chat completions at once against `chainreact serve` (0: no such cell)
+FULL = {"sizes": [500, 10_000], "rounds": 3, "budget_s": 900.0, "sse": 2000}
+QUICK = {"sizes": [50, 400], "rounds": 1, "budget_s": 300.0, "sse": 100}
 LATENCY = 0.1
 TARGET_CPU_RATIO = 1.5  # chainreact: CPU per request at the largest size <= 1.5x the smallest
 TARGET_LAG_P99_MS = 2000.0
@@ -60,6 +65,54 @@ def cell(fw: str, size: int, budget: float) -> dict[str, Any]:
         if problems:
             r.update(status="failed", reason="; ".join(problems))
     return r
+
+
+def sse_cell(clients: int, budget: float) -> dict[str, Any]:
+    """`clients` streamed chat completions at once against `chainreact serve` (the suite's agent, the
+    model answering after 100 ms), from one client process (bench/server_load.py served): time to first
+    text p50/p99 from before each client connects, the server's CPU per run, every failed run."""
+    import tempfile
+
+    import server_bench
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="chainreact-scale-sse-") as tmp, \
+            Server.start(latency=LATENCY) as model:
+        folder = server_bench.write_agent(Path(tmp) / "agent")
+        try:
+            proc, base = server_bench.start_server("chainreact", model.url, folder)
+        except RuntimeError as e:
+            return {"status": "error", "reason": str(e)}
+        try:
+            r = server_bench.worker(["served", "--base", base, "--pid", str(proc.pid), "--concurrency",
+                                     str(clients), "--warmup", "2"], timeout=budget)
+        finally:
+            err = server_bench.stop_server(proc)
+        counts = model.stop()
+    r["server_counts"] = counts
+    r["elapsed_s"] = time.perf_counter() - t0
+    if r.get("status") == "ok" and "Traceback" in err:
+        r.update(status="failed", reason=f"the server logged a traceback: {err[-1500:]}")
+    elif r.get("status") == "ok" and r.get("failed"):
+        r["status"] = "failed runs"
+    elif r.get("status") == "ok":
+        problems = verify(r, counts)
+        if problems:
+            r.update(status="failed", reason="; ".join(problems))
+    return r
+
+
+SSE_KEYS = ("ttft_p50_ms", "ttft_p99_ms", "wall_s", "cpu_per_run_ms", "server_peak_rss_mb", "failed")
+
+
+def sse_line(c: dict[str, Any]) -> str:
+    if c.get("status") not in ("ok", "failed runs"):
+        return f"{c.get('status')}: {c.get('reason')}"
+    s = (f"TTFT p50 {c['ttft_p50_ms']:.0f} p99 {c['ttft_p99_ms']:.0f} ms, wall {c['wall_s']:.1f} s, "
+         f"server {c['cpu_per_run_ms']:.2f} ms CPU/run, RSS {c['server_peak_rss_mb']:.0f} MB")
+    if c.get("failed"):
+        s += f", FAILED {c['failed']}: {next(iter(c.get('failures_by_kind') or {}), '')}"
+    return s + f"  [{c['elapsed_s']:.0f} s]"
 
 
 def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -96,6 +149,19 @@ def measure(cfg: dict[str, Any], fws: list[str]) -> dict[str, Any]:
                 if fw == "chainreact" and c.get("status") != "ok":
                     res["failures"].append(f"chainreact at {size}: {c.get('status')}: "
                                            f"{c.get('reason') or c.get('failures_by_kind')}")
+        if cfg.get("sse") and "chainreact" in fws:
+            n = int(cfg["sse"])
+            print(f"[scale] round {rnd + 1} chainreact serve {n:>6} SSE clients", end=" ", flush=True)
+            c = sse_cell(n, float(cfg["budget_s"]))
+            res.setdefault("sse", {"clients": n, "cells": []})["cells"].append(c)
+            print(sse_line(c), flush=True)
+            if c.get("status") != "ok":
+                res["failures"].append(f"chainreact serve with {n} SSE clients: {c.get('status')}: "
+                                       f"{c.get('reason') or c.get('failures_by_kind')}")
+    if "sse" in res:
+        done = [c for c in res["sse"]["cells"] if c.get("status") in ("ok", "failed runs")]
+        res["sse"]["summary"] = {k: stats.spread(c.get(k) for c in done) for k in SSE_KEYS}
+        res["sse"]["summary"]["rounds_ok"] = sum(c.get("status") == "ok" for c in res["sse"]["cells"])
     for per in res["frameworks"].values():
         for level in per.values():
             level["summary"] = summarise(level["cells"])
@@ -147,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="chainreact,bare_httpx", help=f"comma list of: {', '.join(FRAMEWORKS)}")
     p.add_argument("--sizes", help="comma list of runs in flight (overrides the preset's 500,10000)")
     p.add_argument("--rounds", type=int, help="rounds (overrides the preset)")
+    p.add_argument("--sse", type=int, help="SSE clients at once against chainreact serve (0: skip that cell)")
     p.add_argument("--budget", type=float, help="seconds a cell may take (overrides the preset)")
     p.add_argument("--no-docs", action="store_true", help="don't write docs/performance.md")
     p.add_argument("--out", type=Path, default=BENCH / "results", help="directory for scale-latest.json")
@@ -162,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg["rounds"] = args.rounds
     if args.budget:
         cfg["budget_s"] = args.budget
+    if args.sse is not None:
+        cfg["sse"] = args.sse
     res = measure(cfg, fws)
     for target, measured, met in targets(res):
         print(f"[scale] {target}: {measured} ({'met' if met else 'MISSED'})")

@@ -52,6 +52,23 @@ def block(res: dict[str, Any]) -> str:
                 f"{stats.fmt(s['cpu_per_request_ms'])} | {ratio} | {stats.fmt(s['lag_p99_ms'], 0)} | "
                 f"{stats.fmt(s['lag_max_ms'], 0)} | {stats.fmt(s['gc_s'])} | "
                 f"{stats.fmt(s['gc_longest_ms'], 0)} | {stats.fmt(s['peak_rss_mb'], 0)} |")
+    sse = res.get("sse")
+    if sse and sse.get("summary"):
+        s = sse["summary"]
+        nfail = "n/a" if s["failed"] is None else f"{s['failed']['median']:.0f}"
+        lines += [
+            "",
+            f"`chainreact serve` with {sse['clients']:,} streamed chat completions at once (one client "
+            "process; time to first text from before each client connects; the same 100 ms model):",
+            "",
+            "| SSE clients | runs failed | TTFT p50 ms | TTFT p99 ms | wall s | server CPU ms/run "
+            "| server peak RSS MB |",
+            "|---|---|---|---|---|---|---|",
+            f"| {sse['clients']:,} | {nfail} | "
+            f"{stats.fmt(s['ttft_p50_ms'], 0)} | {stats.fmt(s['ttft_p99_ms'], 0)} | "
+            f"{stats.fmt(s['wall_s'], 1)} | {stats.fmt(s['cpu_per_run_ms'])} | "
+            f"{stats.fmt(s['server_peak_rss_mb'], 0)} |",
+        ]
     kinds = [(fw, size, per[size]["summary"]["failures_by_kind"]) for fw, per in res["frameworks"].items()
              for size in sizes if per[size]["summary"]["failures_by_kind"]]
     if kinds:

@@ -2,10 +2,12 @@
 
     python bench/server_load.py pair --framework F --url MODEL_URL --agent-dir DIR \
         --base http://127.0.0.1:PORT --pid SERVER_PID [--concurrency C --batches B --warmup W]
+    python bench/server_load.py served --base http://127.0.0.1:PORT --pid SERVER_PID [--concurrency C]
     python bench/server_load.py agentos --url MODEL_URL --port PORT
 
 `pair` runs the agent in this process (the baseline, its CPU from `time.process_time`) and, alternating
 batch by batch, the same runs over HTTP through the serving process (whose CPU it reads from /proc);
+`served` runs only the HTTP side, C streams at once (bench/scale.py's cell of 2,000 SSE clients);
 `agentos` serves agno's agent with AgentOS under uvicorn. F is `chainreact` or `agno`, built exactly as
 in the serving process: chainreact's agent from the same document through the same `Catalog`, agno's with
 the same constructor. Both modes measure, per run, the time from its start (served: before the request is
@@ -277,9 +279,32 @@ async def measure(inproc: Mode, served: Mode, batches: int, concurrency: int, wa
 SERVE_GC_THRESHOLD = 10_000  # gc.set_threshold of `chainreact serve` (tests/bench check they agree)
 
 
+async def served_only(base: str, pid: int, concurrency: int, warmup: int) -> dict[str, Any]:
+    """`concurrency` streamed runs at once through the serving process, nothing in-process (the scale
+    cell of bench/scale.py): time to first text p50/p99 as the clients see it, every failed run by kind,
+    the server's CPU per run."""
+    served = Mode(client_run("chainreact", base), lambda: server_cpu_s(pid))
+    for _ in range(warmup):
+        await served.one()
+    served.ttfts.clear()
+    lag = h.LagProbe()  # this client's own loop: how late it reads what the server sent
+    lag.start()
+    w0 = time.perf_counter()
+    await served.batch(concurrency)
+    wall = time.perf_counter() - w0
+    client_lag = lag.stop()
+    out = served.result(warmup)
+    runs = out["runs"]
+    return {"status": "ok", "runs": runs, "completed": out["completed"], "problem": out["problem"],
+            "failed": served.checker.bad, "failures_by_kind": dict(served.checker.kinds),
+            "expected_requests": runs * h.REQUESTS_PER_RUN, "expected_streamed": True,
+            "concurrency": concurrency, "wall_s": wall, "client_lag_p99_ms": client_lag["lag_p99_ms"],
+            **{k: out[k] for k in ("ttft_p50_ms", "ttft_p99_ms", "ttft_n", "cpu_per_run_ms") if k in out}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("role", choices=["pair", "agentos"])
+    p.add_argument("role", choices=["pair", "served", "agentos"])
     p.add_argument("--framework", choices=["chainreact", "agno"], default="chainreact")
     p.add_argument("--url", help="the scripted model server's base URL")
     p.add_argument("--agent-dir", help="chainreact: the folder `chainreact serve` serves")
@@ -302,6 +327,15 @@ def main(argv: list[str] | None = None) -> int:
         gc.set_threshold(SERVE_GC_THRESHOLD)
         # As `chainreact serve` runs uvicorn: same loop, same HTTP implementation, access log off.
         uvicorn.run(app, host="127.0.0.1", port=a.port, log_level="warning", timeout_graceful_shutdown=30)
+        return 0
+    if a.role == "served":
+        try:
+            result = asyncio.run(served_only(a.base, a.pid, a.concurrency, a.warmup))
+            result["server_peak_rss_mb"] = peak_rss_mb(a.pid)
+        except Exception as e:
+            result = {"status": "error", "reason": f"{type(e).__name__}: {e}",
+                      "trace": traceback.format_exc()[-2000:]}
+        print(MARKER + json.dumps(result), flush=True)
         return 0
     try:
         run, close = inproc_run(a.framework, a.url, a.agent_dir)

@@ -1,6 +1,6 @@
-"""CI smoke of bench/scale.py (runs in flight in one process): it runs end to end, every run completes as
-scripted, the figures docs/performance.md quotes are there, and its doc block renders. Tiny sizes,
-correctness only, no timing assertions."""
+"""CI smoke of bench/scale.py (runs in flight in one process, and SSE clients of `chainreact serve`): it
+runs end to end, every run completes as scripted, the figures docs/performance.md quotes are there, and
+its doc block renders. Tiny sizes, correctness only, no timing assertions."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import scale_report  # noqa: E402
 def test_quick_scale_bench_completes_every_run(tmp_path: Path) -> None:
     cp = subprocess.run(
         [sys.executable, str(BENCH / "scale.py"), "--only", "chainreact", "--sizes", "5,30",
-         "--rounds", "2", "--no-docs", "--out", str(tmp_path)],
+         "--rounds", "2", "--sse", "20", "--no-docs", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert cp.returncode == 0, cp.stdout + cp.stderr
@@ -42,8 +42,17 @@ def test_quick_scale_bench_completes_every_run(tmp_path: Path) -> None:
             assert s["cpu_per_request_ms"]["min"] <= s["cpu_per_request_ms"]["median"] \
                 <= s["cpu_per_request_ms"]["max"]
         assert res["frameworks"][fw]["cpu_ratio"]["n"] == 2  # 30 against 5, per round
+    sse = res["sse"]  # 20 streamed chat completions at once against `chainreact serve`, per round
+    assert sse["clients"] == 20 and len(sse["cells"]) == 2
+    for c in sse["cells"]:
+        assert c["status"] == "ok", c
+        assert c["completed"] == c["runs"] == 22 and c["failed"] == 0  # 2 warm-up runs
+        assert c["server_counts"]["requests"] == 4 * c["runs"] and c["ttft_n"] == 20
+        assert 0 < c["ttft_p50_ms"] <= c["ttft_p99_ms"]
+    assert sse["summary"]["rounds_ok"] == 2 and sse["summary"]["ttft_p99_ms"]["n"] == 2
     block = scale_report.block(res)
     assert "| chainreact | 30 | 0 |" in block and "CPU per request at 30 in flight" in block
+    assert "`chainreact serve` with 20 streamed chat completions at once" in block and "| 20 | 0 |" in block
 
 
 def test_a_failed_run_is_counted_by_kind(fake_llm: Any) -> None:

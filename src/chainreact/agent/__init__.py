@@ -5,6 +5,7 @@ from .answer_format import AnswerFormat, AnswerFormatError, answer_format
 from .as_tool import AgentTool
 from .build import AgentRegistry
 from .cancel import CancelHandle, CancelMode
+from .gc_load import gc_tuning, runs_in_flight
 from .interrupt import Checkpoint, Interruption, Question, Resume, ToolInterrupt
 from .middleware import AgentContext, Middleware, RunState, ToolCallInfo
 from .plan import Detection, Limits, RunPlan
@@ -19,5 +20,5 @@ __all__ = [
     "AnswerFormatError", "CancelHandle", "CancelMode", "Checkpoint", "Detection", "ExitTool", "ExternalTool",
     "Interruption", "Limits", "Middleware", "Question", "Resume", "RunOptions", "RunPlan", "RunResult",
     "RunState", "StreamingFunctionTool", "ToolCallInfo", "ToolInterrupt", "ToolSearchTool", "answer_format",
-    "external_tools", "pending_external", "streaming_tool",
+    "external_tools", "gc_tuning", "pending_external", "runs_in_flight", "streaming_tool",
 ]
