@@ -14,10 +14,11 @@ Objects are still freed by reference counting as before, frozen or not. When the
 `RELEASE_AT` or fewer, both are undone: the threshold the process had is put back and the frozen objects
 are unfrozen (into the oldest generation, as if never frozen).
 
-Reversible and polite: nothing is changed when the collector is disabled, when the process had already
-frozen objects itself (`chainreact serve` does), or when its young threshold is already at least
-`YOUNG_THRESHOLD`; a threshold the process changes while engaged is left as it set it. Switch it off
-with the environment variable `CHAINREACT_GC_TUNING=0` or `gc_tuning(False)`.
+Reversible and polite: a process that manages the collector itself is left alone. Nothing is changed
+when the collector is disabled; the threshold only when it is Python's default (`PYTHON_DEFAULTS`: a
+process that set its own, as `chainreact serve` does, keeps it); nothing is frozen when the process froze
+objects itself (`chainreact serve` does); a threshold the process changes while engaged is left as it set
+it. Switch it off with the environment variable `CHAINREACT_GC_TUNING=0` or `gc_tuning(False)`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 ENGAGE_AT = 256  # runs in flight at once in this process
 RELEASE_AT = 32
 YOUNG_THRESHOLD = 50_000
+PYTHON_DEFAULTS = (700, 2000)  # CPython's young-generation threshold (3.13 made it 2000)
 
 
 @dataclass
@@ -86,7 +88,7 @@ def _engage() -> None:
     if not gc.isenabled():
         return  # the process manages the collector itself
     current = gc.get_threshold()
-    if current[0] < YOUNG_THRESHOLD:
+    if current[0] in PYTHON_DEFAULTS:
         _S.saved = current
         gc.set_threshold(YOUNG_THRESHOLD, *current[1:])
     if gc.get_freeze_count() == 0:
