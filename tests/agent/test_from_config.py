@@ -87,6 +87,22 @@ async def test_sub_agent_by_target_id_from_directory(tmp_path: Path) -> None:
         assert [m.content for m in result.messages if m.role == "tool"] == ["looks fine"]
 
 
+async def test_an_unknown_sub_agent_lists_only_agent_documents(server: FakeLLM, tmp_path: Path) -> None:
+    # The seeds (issue 24): the error listed every file of the folder, chains, flows and package.json too.
+    reviewer = node({"url": server.url, "model": "m"}, id="code-rev")
+    (tmp_path / "reviewer.json").write_text(json.dumps(reviewer))
+    (tmp_path / "helper.yaml").write_text("systemPrompt: help\n")
+    (tmp_path / "chain.json").write_text(json.dumps({"ruleChain": {"id": "c"}, "metadata": {"nodes": []}}))
+    (tmp_path / "flow.json").write_text(json.dumps({"nodes": [{"name": "a", "type": "end"}]}))
+    (tmp_path / "package.json").write_text(json.dumps({"name": "tools", "version": "1"}))
+    main = tmp_path / "main.json"
+    tools = [{"type": "agent", "targetId": "x"}]
+    main.write_text(json.dumps({"url": server.url, "model": "m", "tools": tools}))
+    with pytest.raises(ConfigError) as e:
+        await Agent.from_config(main).run("x")
+    assert "known agent ids: code-rev, helper, main, reviewer." in str(e.value)
+
+
 async def test_duplicate_tool_names_rejected(server: FakeLLM) -> None:
     from .conftest import add
 

@@ -55,9 +55,17 @@ class AgentRegistry:
         return None
 
     def ids(self) -> list[str]:
+        """The ids an `agent` tool may name: the dict's, and the directories' agent documents (by file
+        stem and by their own id); chains, flows and other files there are not agents."""
         ids = set(self._agents)
         for d in self._dirs:
-            ids.update(p.stem for p in d.glob("*") if p.suffix in (".json", ".yaml", ".yml"))
+            for p in sorted(d.glob("*")):
+                if p.suffix in (".json", ".yaml", ".yml") and p.is_file():
+                    try:
+                        doc = load_document(p)
+                    except ConfigError:
+                        continue  # not an agent document (or a broken one: `validate` names it)
+                    ids.update(i for i in (p.stem, doc.id) if i)
         return sorted(ids)
 
 

@@ -20,6 +20,8 @@ DocumentKind = Literal["agent", "chain", "flow"]
 # Fields that say "agent" on their own (computed from the model on first use).
 _AGENT_KEYS: frozenset[str] | None = None
 _GENERIC_KEYS = frozenset({"name", "description"})
+# chainreact.flows.model.NODE_TYPES (config sits below flows, so the names are restated; a test pins them).
+_FLOW_NODE_TYPES = frozenset({"aiagent", "message", "end", "rulechain"})
 
 
 def _agent_keys() -> frozenset[str]:
@@ -44,6 +46,16 @@ def detect_document_kind(data: Any, *, source: str | None = None) -> DocumentKin
         return "flow"
     if isinstance(data.get("configuration"), dict) and data.get("type", "ai/agent") == "ai/agent":
         return "agent"
+    if "configuration" not in data and data.get("type") in _FLOW_NODE_TYPES:
+        # A flow's node on its own: it looks like an agent (llmConfig, a prompt) but runs only in a flow.
+        kind = data["type"]
+        raise ConfigError(
+            f"{where}: this is a flow node ({kind!r}), not a document: a node runs inside a flow. Put it "
+            'in a flow document\'s nodes, {"nodes": [<this node>, ...], "id": "my-flow"} (docs/flows.md), '
+            "then `chainreact validate` or `chainreact flow send` that",
+            source=source, errors=[("$.type", f"a flow node ({kind!r}), not a document: put it in a flow "
+                                               '{"nodes": [<this node>, ...]}')],
+        )
     if "configuration" not in data and _agent_keys() & data.keys():
         return "agent"
     keys = ", ".join(sorted(map(str, data))[:8]) or "none"
