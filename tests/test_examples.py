@@ -142,6 +142,14 @@ EXPECTED = {
     "server_durable.py": ["delta 'It is 2'", "delta 'n Lyon.'",
                           "run interrupted (durable: True): Which city?",
                           "resumed: done: Noted: the weather for Oslo.", "chain brief: MILD IN LYON."],
+    "cli_never_silent.py": ["exit 3, stdout ''",
+                            'approval of tool weather with arguments {"city":"Lyon"} (question id w1)',
+                            "to go on: chainreact run agent.json 'weather in Lyon?' --state "
+                            "sqlite:///.chainreact/state.db --global url=URL",
+                            "with a store: exit 3", "--global url=URL --answer approve",
+                            "resumed: exit 0, answer '21 C in Lyon.'",
+                            "empty answer: exit 4, stdout '', stderr \"error: the run ended with an empty "
+                            "answer (stop reason 'stop', 1 step(s))"],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",
                        'Reading 35.5 from {"temperature":71,"unit":"C"}', "config: {'timeout': 30,",
                        "Hello ${env('HOME')}, agent 2", "error: invalid operation: string + int"],

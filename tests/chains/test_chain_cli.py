@@ -31,7 +31,7 @@ def _argv(case: dict[str, Any]) -> list[str]:
 @pytest.mark.skipif(not SAMPLE, reason="../shared/rulego is not there (outside CI)")
 @pytest.mark.parametrize("case", SAMPLE, ids=[c["name"] for c in SAMPLE])
 def test_case_through_cli_json(case: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(_argv(case)) == 0
+    code = main(_argv(case))
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"ends"}
     ends = []
@@ -41,6 +41,8 @@ def test_case_through_cli_json(case: dict[str, Any], capsys: pytest.CaptureFixtu
         ends.append(End(e["relation"], RuleMsg.from_dict(e["msg"]), e["error"]))
     problems = match_ends(case, ends)
     assert not problems, problems
+    # docs/cli.md: a message one of whose branches ended in Failure exits 1
+    assert code == (1 if any(e.relation == "Failure" or e.error for e in ends) else 0)
 
 
 def _write_chain(tmp_path: Any) -> str:
@@ -66,14 +68,16 @@ def test_jsonl_prints_debug_events_and_ends_in_order(tmp_path: Any, capsys: Any)
     assert lines[-1]["msg"]["data"] == "ANN"
 
 
-def test_data_from_file_and_failure_is_still_exit_0(tmp_path: Any, capsys: Any) -> None:
+def test_data_from_file_and_a_failure_exits_1_after_printing_the_ends(tmp_path: Any, capsys: Any) -> None:
     path = _write_chain(tmp_path)
     data = tmp_path / "d.txt"
     data.write_text("not json")
-    assert main(["chain", "run", path, "--data", f"@{data}", "--data-type", "TEXT", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    assert main(["chain", "run", path, "--data", f"@{data}", "--data-type", "TEXT", "--json"]) == 1
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert [e["relation"] for e in out["ends"]] == ["Failure"]
     assert out["ends"][0]["error"]
+    assert "1 of 1 branch(es) ended in Failure" in captured.err and "at node 'f'" in captured.err
 
 
 def test_a_chain_that_does_not_load_exits_1(tmp_path: Any, capsys: Any) -> None:

@@ -17,6 +17,7 @@ from .common import (
     notices_shown_as_events,
     write,
 )
+from .run_outcome import is_empty, report_empty, report_waiting, rerun_with_state
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -151,17 +152,20 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
 
             return await run_with_state(agent, prompt, url=args.state, session=args.session,
                                         document=args.config, load=load, as_json=args.json,
-                                        stream=args.stream)
+                                        stream=args.stream, args=args)
         if args.jsonl:
-            return await _run_jsonl(agent, prompt)
-        if args.json:
-            result = await agent.run(prompt)
-            write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
-            return EXIT_OK
+            return await _run_jsonl(agent, prompt, args)
         if args.stream:
-            return await _run_stream(agent, prompt)
+            return await _run_stream(agent, prompt, args)
         result = await agent.run(prompt)
-        write(result.content + ("" if result.content.endswith("\n") else "\n"))
+        if args.json:
+            write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+        if result.stop_reason == "interrupted" and result.interruption is not None:
+            return _waiting_without_state(args, prompt, result.interruption.questions)
+        if is_empty(result.content):
+            return report_empty(result.stop_reason, result.steps)
+        if not args.json:
+            write(result.content + ("" if result.content.endswith("\n") else "\n"))
         if isinstance(warning := result.metadata.get("warning"), dict):  # not a normal answer: say so
             write(f"warning: {warning.get('message')}\n", sys.stderr)
         return EXIT_OK
@@ -169,13 +173,35 @@ async def _run(args: argparse.Namespace, prompt: str, doc: Any, globals_: dict[s
         await agent.aclose()
 
 
-async def _run_jsonl(agent: Any, prompt: str) -> int:
+def _waiting_without_state(args: argparse.Namespace, prompt: str, questions: list[Any]) -> int:
+    """A run without a store stopped to ask: nothing was kept, so it is run again with --state."""
+    from_arg = args.prompt not in (None, "-")
+    stdin = "" if from_arg else " (with the same prompt on stdin)"
+    return report_waiting(
+        questions, "for an answer, but without --state nothing of it was kept, so it cannot go on",
+        rerun_with_state(args, from_arg, prompt),
+        f"  (run again with a store{stdin}: it stops at the same point and prints the command that answers)")
+
+
+async def _run_jsonl(agent: Any, prompt: str, args: argparse.Namespace) -> int:
     status = EXIT_OK
     notices_shown_as_events(_EVENT_LOGGERS)
     async for event in agent.stream(prompt):
         write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-        if event.type in ("error", "cancelled"):
-            status = EXIT_FAIL
+        status = _end_status(event, status, args, prompt)
+    return status
+
+
+def _end_status(event: Any, status: int, args: argparse.Namespace, prompt: str) -> int:
+    """The exit status after a streamed event: a failure, a run waiting to be answered, an empty answer."""
+    if event.type in ("error", "cancelled"):
+        return EXIT_FAIL
+    if len(event.path) > 1:  # a sub-agent's (path: the nested agents, outermost first)
+        return status
+    if event.type == "interrupted":
+        return _waiting_without_state(args, prompt, list(event.questions))
+    if event.type == "final" and is_empty(event.content):
+        return report_empty(event.stop_reason, getattr(event, "step", None))
     return status
 
 
@@ -188,7 +214,7 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
-async def _run_stream(agent: Any, prompt: str) -> int:
+async def _run_stream(agent: Any, prompt: str, args: argparse.Namespace) -> int:
     """Human streaming: answer text to stdout as it arrives; tool calls, results, reasoning and resilience
     notices to stderr, one line each, so `> file` captures only the answer."""
     err = sys.stderr
@@ -232,10 +258,9 @@ async def _run_stream(agent: Any, prompt: str) -> int:
                     text_open = not event.content.endswith("\n")
             elif t == "error":
                 write(f"error: {event.error}\n", err)
-                status = EXIT_FAIL
             elif t == "cancelled":
                 write("cancelled\n", err)
-                status = EXIT_FAIL
+            status = _end_status(event, status, args, prompt)
     except Exception:
         # The error event already printed `error: ...` once; the exception that ends the stream is the same
         # error, which main() would print a second time.
@@ -275,7 +300,7 @@ def register(add: AddCommand) -> None:
     add_globals(p)
     from .temporal_cmds import add_run_options
 
-    add_run_options(p)  # --temporal ADDRESS --task-queue Q: run it durably on a worker
+    add_run_options(p, wait=True)  # --temporal ADDRESS --task-queue Q [--wait S]: durably, on a worker
 
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
     p.add_argument("config", nargs="+", help="agent document(s)")

@@ -141,7 +141,20 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
         for end in ends:
             err = f" (error: {end.error})" if end.error else ""
             write(f"{end.relation or '(none)'}{err}: {end.msg.data}\n")
-    return EXIT_OK
+    return _exit_status(ends)
+
+
+def _exit_status(ends: list[Any]) -> int:
+    """1 when a branch ended in Failure (an error no relation of the chain handled), said on stderr; else 0.
+    Every form prints the ends first (docs/cli.md, exit codes)."""
+    failed = [e for e in ends if e.relation == "Failure" or e.error]
+    if not failed:
+        return EXIT_OK
+    first = failed[0]
+    where = f" at node {first.node_id!r}" if getattr(first, "node_id", "") else ""
+    write(f"error: {len(failed)} of {len(ends)} branch(es) ended in Failure; the first{where}: "
+          f"{first.error or 'no error text'}\n", sys.stderr)
+    return EXIT_FAIL
 
 
 def cmd_chain_validate(args: argparse.Namespace) -> int:

@@ -16,11 +16,15 @@ T = TypeVar("T")
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
+EXIT_WAITING = 3  # the run stopped to ask (a question, an approval): stderr says what and how to go on
+EXIT_EMPTY = 4  # the run ended with an empty answer
+EXIT_NOT_DONE = 5  # `run --temporal --wait N`: the durable run had not ended after N seconds
 EXIT_INTERRUPTED = 130
 
 _original_showwarning = warnings.showwarning
 
-__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "AddCommand", "NoticeHandler",
+__all__ = ["EXIT_EMPTY", "EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_NOT_DONE", "EXIT_OK", "EXIT_USAGE",
+           "EXIT_WAITING", "AddCommand", "NoticeHandler",
            "UsageError", "add_globals", "build_globals", "install_notices", "notices_shown_as_events",
            "parse_global", "uninstall_notices", "write"]
 

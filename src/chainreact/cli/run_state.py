@@ -3,7 +3,8 @@
 A run with a store is checkpointed (state/runs.py); its snapshots carry the document's path and the
 session, so `runs resume` rebuilds the agent from the same document. With `--session`, the session's
 history is the run's context and the run's new messages (from the prompt on) are appended to it when it
-finishes. An interrupted run prints its questions; on a terminal it asks them at the prompt and goes on.
+finishes. An interrupted run prints its questions and the `runs resume` command that answers them (exit 3,
+cli/run_outcome.py); on a terminal it asks them at the prompt and goes on.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 import sys
 from typing import Any
 
-from .common import EXIT_OK, UsageError, write
+from .common import EXIT_OK, EXIT_WAITING, UsageError, write
+from .run_outcome import is_empty, report_empty, report_waiting, resume_command
 
 
 def parse_answers(raw: str | None, questions: list[Any]) -> dict[str, Any]:
@@ -34,7 +36,7 @@ def parse_answers(raw: str | None, questions: list[Any]) -> dict[str, Any]:
                      f"ids ({', '.join(sorted(ids))})")
 
 
-async def _finish(store: Any, result: Any, session: str | None, run_id: str, as_json: bool) -> Any:
+async def _finish(store: Any, result: Any, session: str | None, run_id: str, as_json: bool) -> int:
     from ..state.runs import session_messages
 
     if result.stop_reason != "interrupted" and session:
@@ -47,17 +49,18 @@ async def _finish(store: Any, result: Any, session: str | None, run_id: str, as_
                                  "arguments": q.arguments, "schema": q.schema}
                                 for q in result.interruption.questions]
         write(json.dumps(out, ensure_ascii=False) + "\n")
-    elif result.stop_reason != "interrupted":
+    if result.stop_reason == "interrupted":
+        return EXIT_WAITING
+    if is_empty(result.content):
+        return report_empty(result.stop_reason, result.steps)
+    if not as_json:
         write(result.content + ("" if result.content.endswith("\n") else "\n"))
-    return result
+    return EXIT_OK
 
 
-def _show_questions(result: Any, run_id: str, url: str | None) -> None:
-    for q in result.interruption.questions:
-        schema = f" (answer matching {json.dumps(q.schema)})" if q.schema else ""
-        write(f"? [{q.id}] {q.kind}: {q.question}{schema}\n", sys.stderr)
-    state = f" --state {url}" if url else ""
-    write(f"run {run_id} is waiting: chainreact runs resume {run_id}{state} --answer JSON\n", sys.stderr)
+def _show_questions(result: Any, run_id: str, url: str | None, args: Any) -> int:
+    return report_waiting(result.interruption.questions, f"for an answer (run {run_id}, kept in the store)",
+                          resume_command(args, run_id, url, result.interruption.questions))
 
 
 def _ask_at_prompt(questions: list[Any]) -> dict[str, Any]:
@@ -73,7 +76,7 @@ def _ask_at_prompt(questions: list[Any]) -> dict[str, Any]:
 
 
 async def run_with_state(agent: Any, prompt: str, *, url: str | None, session: str | None,
-                         document: str, load: list[str], as_json: bool, stream: bool) -> int:
+                         document: str, load: list[str], as_json: bool, stream: bool, args: Any) -> int:
     from ..state import open_store
     from ..types import Message
 
@@ -84,21 +87,19 @@ async def run_with_state(agent: Any, prompt: str, *, url: str | None, session: s
                  "load": [os.path.abspath(p) for p in load]}  # the chains its tools use, for `runs resume`
         result = await store.run_agent(agent, data, session=session, extra=extra, stream=stream)
         run_id = str(result.metadata["run_id"])
-        return await _go_on(agent, store, result, run_id, url, session, as_json, stream)
+        return await _go_on(agent, store, result, run_id, url, session, as_json, stream, args)
 
 
 async def _go_on(agent: Any, store: Any, result: Any, run_id: str, url: str | None, session: str | None,
-                 as_json: bool, stream: bool) -> int:
+                 as_json: bool, stream: bool, args: Any) -> int:
     from ..state import StateError
 
     while True:
-        await _finish(store, result, session, run_id, as_json)
-        if result.stop_reason != "interrupted":
-            return EXIT_OK
+        status = await _finish(store, result, session, run_id, as_json)
+        if status != EXIT_WAITING:
+            return status
         if as_json or not sys.stdin.isatty():
-            if not as_json:
-                _show_questions(result, run_id, url)
-            return EXIT_OK
+            return _show_questions(result, run_id, url, args)
         try:
             answers = _ask_at_prompt(result.interruption.questions)
             result = await agent.resume(run_id, answers, store=store, stream=stream)
@@ -110,7 +111,7 @@ async def _go_on(agent: Any, store: Any, result: Any, run_id: str, url: str | No
 
 
 async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | None, document: str | None,
-                          load: list[str] | None, globals_: dict[str, Any], as_json: bool) -> int:
+                          load: list[str] | None, globals_: dict[str, Any], as_json: bool, args: Any) -> int:
     from ..chains.agent_doc import agent_from_document
     from ..state import open_store
     from ..state.checkpoint import load_snapshot
@@ -128,6 +129,6 @@ async def resume_from_cli(run_id: str, raw_answer: str | None, *, url: str | Non
         try:
             result = await agent.resume(run_id, answers, store=store)
             return await _go_on(agent, store, result, run_id, url, snap.extra.get("session"), as_json,
-                                False)
+                                False, args)
         finally:
             await agent.aclose()

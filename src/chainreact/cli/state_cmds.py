@@ -75,7 +75,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
         globals_ = build_globals(args.globals, args.globals_file)
         return asyncio.run(resume_from_cli(args.run_id, args.answer, url=args.url, document=args.doc,
-                                           load=args.load, globals_=globals_, as_json=args.json))
+                                           load=args.load, globals_=globals_, as_json=args.json,
+                                           args=args))
 
     async def run() -> int:
         async with await open_store(args.url) as store:
