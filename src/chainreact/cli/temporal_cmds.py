@@ -48,9 +48,14 @@ def add_connection(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--namespace", default="default", help="Temporal namespace (default 'default')")
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """`chainreact run`'s durable options (agent_cmds registers them on its parser)."""
+def add_run_options(p: argparse.ArgumentParser, *, wait: bool = False) -> None:
+    """The durable options of `chainreact run` (agent_cmds registers them on its parser, with `--wait`) and
+    of `chain run`."""
     add_connection(p, required=False)
+    if wait:
+        p.add_argument("--wait", type=float, default=None, metavar="SECONDS",
+                       help="with --temporal: give up when no worker took the run within SECONDS (exit 5; "
+                            "the run stays queued for a worker started later)")
 
 
 def _address(args: argparse.Namespace) -> str:
@@ -148,6 +153,14 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
     client = await connect(_address(args), namespace=args.namespace)
     durable = DurableAgent(name, client=client, task_queue=args.task_queue)
     run = await durable.start(prompt, stream=streaming)
+    from .temporal_wait import follow  # asyncio: not at --help time
+
+    return await follow(client, args, run, lambda: _follow(args, run, streaming))
+
+
+async def _follow(args: argparse.Namespace, run: Any, streaming: bool) -> int:
+    from .run_outcome import durable_answer_command, is_empty, report_empty, report_waiting
+
     status = EXIT_OK
     if streaming:
         from ..state import open_store
@@ -169,13 +182,17 @@ async def _run(args: argparse.Namespace, prompt: str) -> int:
         write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
     elif args.stream:
         write("\n")
-    elif not args.jsonl:
-        if result.stop_reason == "interrupted" and result.interruption is not None:
-            for q in result.interruption.questions:
-                write(f"waiting: {q.id}: {q.question}\n", sys.stderr)
-            write(f"answer with: chainreact durable answer {run.run_id} --answer JSON\n", sys.stderr)
+    if result.stop_reason == "interrupted" and result.interruption is not None:
+        questions = list(result.interruption.questions)
+        return report_waiting(questions, f"for an answer (durable run {run.run_id})",
+                              durable_answer_command(args, run.run_id, questions))
+    if result.stop_reason == "cancelled" or status != EXIT_OK:
+        return EXIT_FAIL
+    if is_empty(result.content):
+        return report_empty(result.stop_reason, result.steps)
+    if not (args.json or args.jsonl or args.stream):
         write(result.content + ("" if result.content.endswith("\n") else "\n"))
-    return EXIT_FAIL if result.stop_reason == "cancelled" else status
+    return EXIT_OK
 
 
 # -- flow send -----------------------------------------------------------------------------------------
@@ -234,19 +251,64 @@ async def _durable(args: argparse.Namespace) -> int:
     client = await connect(_address(args), namespace=args.namespace)
     run = await DurableAgent("", client=client, task_queue=args.task_queue).get(args.run_id)
     if args.action == "answer":
-        try:
-            answers = json.loads(args.answer)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"--answer: not JSON ({e}); e.g. '{{\"call_1\": \"yes\"}}'") from None
-        if not isinstance(answers, dict):
-            raise UsageError("--answer: a JSON object by question id, e.g. '{\"call_1\": \"yes\"}'")
-        await run.answer(answers)
-        write(f"{args.run_id}: answered {', '.join(sorted(answers))}\n")
-    elif args.action == "cancel":
+        return await _answer(args, run)
+    if args.action == "cancel":
         await run.cancel(args.mode, timeout=args.timeout)
         write(f"{args.run_id}: cancel ({args.mode}) requested\n")
-    else:
-        write(json.dumps(await run.status(), ensure_ascii=False) + "\n")
+        return EXIT_OK
+    write(json.dumps(await _status(run), ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+async def _status(run: Any) -> dict[str, Any]:
+    """The run's status: the workflow's `status` query while a worker runs it; without asking a worker when
+    none took it yet (`queued`) or when it has ended (a query would wait for a worker to replay it). A run
+    that is done has its `answer`."""
+    from temporalio.client import WorkflowExecutionStatus as S
+
+    d = await run.handle.describe()
+    if d.status == S.RUNNING and d.history_length <= 2:  # started and scheduled: no worker took it yet
+        return {"status": "queued", "questions": [], "step": 0}
+    if d.status == S.RUNNING:
+        status: dict[str, Any] = await run.status()
+        if status.get("status") == "done":
+            status["answer"] = (await run.result()).content
+        return status
+    if d.status == S.COMPLETED:
+        result = await run.result()
+        return {"status": "cancelled" if result.stop_reason == "cancelled" else "done", "questions": [],
+                "step": result.steps, "answer": result.content}
+    return {"status": "cancelled" if d.status == S.CANCELED else "failed", "questions": [], "step": None}
+
+
+async def _answer(args: argparse.Namespace, run: Any) -> int:
+    """Answer the run's questions (`--answer` as `runs resume` takes it), then follow the run to its next
+    stop: print its answer, or what it waits for next."""
+    from ..agent.interrupt import Question
+    from .run_outcome import durable_answer_command, is_empty, report_empty, report_waiting
+    from .run_state import parse_answers
+
+    if args.answer is None:
+        raise UsageError("durable answer: give --answer (a JSON object by question id, or the one answer)")
+    status = await run.status()
+    questions = [Question(q["id"], q.get("kind", ""), q.get("question", ""), q.get("tool", ""),
+                          q.get("arguments", ""), q.get("schema")) for q in status.get("questions") or []]
+    if not questions:
+        raise UsageError(f"run {args.run_id!r} is {status.get('status')}: it asks nothing to answer")
+    answers = parse_answers(args.answer, questions)
+    await run.answer(answers)
+    write(f"{args.run_id}: answered {', '.join(sorted(answers))}\n", sys.stderr)
+    result = await run.result()
+    if result.stop_reason == "interrupted" and result.interruption is not None:
+        again = list(result.interruption.questions)
+        return report_waiting(again, f"for an answer again (durable run {args.run_id})",
+                              durable_answer_command(args, args.run_id, again))
+    if result.stop_reason == "cancelled":
+        write(f"error: run {args.run_id} was cancelled\n", sys.stderr)
+        return EXIT_FAIL
+    if is_empty(result.content):
+        return report_empty(result.stop_reason, result.steps)
+    write(result.content + ("" if result.content.endswith("\n") else "\n"))
     return EXIT_OK
 
 
@@ -267,7 +329,10 @@ def register(add: AddCommand) -> None:
     p = add("durable", cmd_durable, "answer, cancel or inspect a durable run")
     p.add_argument("action", choices=("answer", "cancel", "status"))
     p.add_argument("run_id")
-    p.add_argument("--answer", default="{}", metavar="JSON", help="answers by question id (answer)")
+    p.add_argument("--answer", default=None, metavar="JSON",
+                   help="answer: a JSON object by question id, or the one question's answer (text that is "
+                        "not JSON is a string; an approval: approve or reject); then the run's answer is "
+                        "printed")
     p.add_argument("--mode", default="immediate", help="immediate, after_model, after_tools (cancel)")
     p.add_argument("--timeout", type=float, default=None, help="escalate to immediate after N s (cancel)")
     add_connection(p, required=True)
