@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ..flows.driver import claim, flow_event
+from ..flows.driver import flow_event
 from ..flows.engine import Flow
 from ..flows.model import AIAgentNode
 from ..flows.node_steps import prepare, remember
@@ -95,6 +95,7 @@ class NodeActivities:
     async def _claim(self, store: Store, resume: JSON) -> JSON:
         """An answered question's stored run, claimed, and where it goes on from."""
         from ..state.checkpoint import load_snapshot
+        from ..state.runs import claim
 
         snap, version = await load_snapshot(store, resume["run_id"])
         if snap.status == "running" and activity.info().attempt > 1:

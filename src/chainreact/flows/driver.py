@@ -3,7 +3,8 @@
 With a store, every safe point of the run is checkpointed (chainreact.state's StoreCheckpointer), so a run
 that stops to ask the user (askUserForToolsInput) can be resumed by another process from the store. This
 is `run_with_store` / `resume_with_store` (state/runs.py) with the events kept: those two return only the
-result, and a chat must show tool calls while they run.
+result, and a chat must show tool calls while they run. A stored run is claimed as they claim it
+(state/runs.py `claim`).
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 from ..agent.interrupt import Resume
 from ..agent.loop import ReactLoop
 from ..agent.result import RunResult
-from ..tools.base import ToolOutput
 from ..types import Event
 from .events import FlowEvent, from_agent_event
 
 if TYPE_CHECKING:
-    from ..state.checkpoint import RunSnapshot
+    from ..state.base import Store
 
 
-async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, session: str | None = None,
+async def drive(agent: Any, node: str, input: Any = None, *, store: Store | None = None,
+                session: str | None = None,
                 run_id: str | None = None, answers: dict[str, Any] | None = None,
                 extra: dict[str, Any] | None = None,
                 agent_events: bool = False) -> AsyncIterator[FlowEvent | RunResult]:
@@ -30,7 +31,7 @@ async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, 
     run's FlowEvents and, last, its RunResult. A refused answer raises chainreact.state's StateError
     before anything runs. `agent_events`: the model calls stream and each agent event is passed on as it
     is, as an `agent` FlowEvent (`data["agent_event"]`), instead of the flow's own tool events."""
-    from ..state.runs import StoreCheckpointer
+    from ..state.runs import StoreCheckpointer, claim
 
     ckpt: StoreCheckpointer | None = None
     resume: Resume | None = None
@@ -58,24 +59,6 @@ async def drive(agent: Any, node: str, input: Any = None, *, store: Any = None, 
     yield result
 
 
-async def claim(store: Any, run_id: str, answers: dict[str, Any] | None) -> tuple[RunSnapshot, int, Resume]:
-    """A stored run that waits for `answers` (or whose process died), claimed before anything runs: saved as
-    running expecting the version read, so a second process answering the same question gets
-    RunConflictError. The snapshot, the version saved and where the run goes on from."""
-    from ..state.checkpoint import prepare_resume, save_snapshot
-
-    snap, version, checked = await prepare_resume(store, run_id, answers)
-    snap.status, snap.questions = "running", []
-    version = await save_snapshot(store, snap, expect_version=version)
-    return snap, version, resume_of(snap, checked)
-
-
-def resume_of(snap: RunSnapshot, answers: dict[str, Any]) -> Resume:
-    """Where a stored run goes on from: its messages, step, pending calls, completed results, answers."""
-    completed = {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()}
-    return Resume(snap.messages, snap.step, snap.pending_tool_calls, completed, answers, snap.run_id)
-
-
 def flow_event(ev: Event, node: str, agent_events: bool) -> FlowEvent | None:
     """An agent event of a node's run as the turn shows it: as is (`agent_events`: an `agent` FlowEvent
     carrying it) or in the flow's own form (events.from_agent_event; None for those a turn does not
@@ -83,4 +66,4 @@ def flow_event(ev: Event, node: str, agent_events: bool) -> FlowEvent | None:
     return FlowEvent("agent", node, {"agent_event": ev}) if agent_events else from_agent_event(ev, node)
 
 
-__all__ = ["claim", "drive", "flow_event", "resume_of"]
+__all__ = ["drive", "flow_event"]

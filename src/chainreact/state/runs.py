@@ -145,17 +145,32 @@ async def claim_resume(agent: Agent, store: Any, run_id: str, answers: dict[str,
     """The checks and the claim of `resume_with_store`, for callers that drive the run themselves (the
     server's `agent.start(resume=..., checkpoint=...)`): nothing has run yet when this returns; finish
     with `ckpt.finish(result, run_id, agent.name)`."""
-    snap, version, checked = await prepare_resume(store, run_id, answers)
-    await _check_edits(agent, snap, checked)
-    snap.status, snap.questions = "running", []
-    version = await save_snapshot(store, snap, expect_version=version)
-    resume = Resume(snap.messages, snap.step, snap.pending_tool_calls,
-                    {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()},
-                    checked, run_id)
+    snap, version, resume = await claim(store, run_id, answers, agent=agent)
     ckpt = StoreCheckpointer(store, session=snap.session, version=version,
                              extra={k: v for k, v in snap.extra.items() if k not in _OWN_EXTRA})
     ckpt.last = snap
     return resume, ckpt
+
+
+async def claim(store: Any, run_id: str, answers: dict[str, Any] | None, *,
+                agent: Agent | None = None) -> tuple[RunSnapshot, int, Resume]:
+    """A stored run that waits for `answers` (or whose process died), claimed before anything runs: saved as
+    running expecting the version read, so a second process answering the same question gets
+    RunConflictError. With `agent`, an approval's edited arguments are checked against its tool first
+    (StateError). The snapshot, the version saved and where the run goes on from. The one claim of
+    `claim_resume` (agent runs), `flows.driver.drive` and durable flow nodes."""
+    snap, version, checked = await prepare_resume(store, run_id, answers)
+    if agent is not None:
+        await _check_edits(agent, snap, checked)
+    snap.status, snap.questions = "running", []
+    version = await save_snapshot(store, snap, expect_version=version)
+    return snap, version, resume_of(snap, checked)
+
+
+def resume_of(snap: RunSnapshot, answers: dict[str, Any]) -> Resume:
+    """Where a stored run goes on from: its messages, step, pending calls, completed results, answers."""
+    completed = {k: ToolOutput(v.content, v.is_error) for k, v in snap.completed_tool_results.items()}
+    return Resume(snap.messages, snap.step, snap.pending_tool_calls, completed, answers, snap.run_id)
 
 
 def session_messages(messages: list[Message]) -> list[Message]:
