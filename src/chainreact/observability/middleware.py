@@ -154,10 +154,7 @@ class OTelMiddleware(Middleware):
             except GeneratorExit:  # the caller stopped reading (cancel): not an error of the model
                 raise
             except BaseException as e:
-                span.set_attribute(A.ERROR_TYPE, type(e).__name__)
-                if not _is_cancel(e):
-                    span.record_exception(e)
-                    span.set_status(Status(StatusCode.ERROR, str(e)))
+                _failed(span, e)
                 raise
             finally:
                 span.end()
@@ -186,10 +183,7 @@ class OTelMiddleware(Middleware):
                     span.set_attribute(A.INTERRUPT, ask.kind)
                     raise
                 except BaseException as e:
-                    span.set_attribute(A.ERROR_TYPE, type(e).__name__)
-                    if not _is_cancel(e):
-                        span.record_exception(e)
-                        span.set_status(Status(StatusCode.ERROR, str(e)))
+                    _failed(span, e)
                     raise
                 if out.is_error:  # the tool answered with an error result (the model sees it)
                     span.set_attribute(A.ERROR_TYPE, "tool_error")
@@ -199,6 +193,14 @@ class OTelMiddleware(Middleware):
                 return out
 
         return traced
+
+
+def _failed(span: Span, e: BaseException) -> None:
+    """A model or tool call's span ended by `e`: its type recorded; a failure (not a cancel) as the error."""
+    span.set_attribute(A.ERROR_TYPE, type(e).__name__)
+    if not _is_cancel(e):
+        span.record_exception(e)
+        span.set_status(Status(StatusCode.ERROR, str(e)))
 
 
 def _is_cancel(e: BaseException) -> bool:
