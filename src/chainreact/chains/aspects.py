@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .model import End
+    from .model import End, NodeContextLike
     from .msg import RuleMsg
 
 log = logging.getLogger("chainreact.chains")
@@ -37,7 +37,8 @@ Told = list[tuple[str, "RuleMsg", str | None]]  # (relation, message, error text
 
 class Aspect:
     """Override the hooks you need; the defaults do nothing. `ctx` is the node's
-    `chainreact.chains.NodeContext` (its `node`, `from_id`, `in_relation`, `run`...)."""
+    `chainreact.chains.NodeContext` (typed as what aspects may rely on: its `node`, `msg`, `from_id`,
+    `in_relation`, `chain`, `engine`). A token is whatever `start`/`before` returned."""
 
     def start(self, chain_id: str, msg: RuleMsg) -> Any:
         return None
@@ -45,10 +46,10 @@ class Aspect:
     def completed(self, token: Any, chain_id: str, ends: list[End]) -> None:
         return None
 
-    def before(self, ctx: Any, msg: RuleMsg) -> Any:
+    def before(self, ctx: NodeContextLike, msg: RuleMsg) -> Any:
         return None
 
-    def after(self, token: Any, ctx: Any, told: Told) -> None:
+    def after(self, token: Any, ctx: NodeContextLike, told: Told) -> None:
         return None
 
 
@@ -83,7 +84,7 @@ def complete_all(aspects: Sequence[Aspect], tokens: list[Any], chain_id: str, en
             log.exception("aspect %r: completed failed (chain %r)", a, chain_id)
 
 
-def before_all(aspects: Sequence[Aspect], ctx: Any, msg: RuleMsg) -> list[Any]:
+def before_all(aspects: Sequence[Aspect], ctx: NodeContextLike, msg: RuleMsg) -> list[Any]:
     tokens = []
     for a in aspects:
         try:
@@ -94,7 +95,7 @@ def before_all(aspects: Sequence[Aspect], ctx: Any, msg: RuleMsg) -> list[Any]:
     return tokens
 
 
-def after_all(aspects: Sequence[Aspect], tokens: list[Any], ctx: Any, told: Told) -> None:
+def after_all(aspects: Sequence[Aspect], tokens: list[Any], ctx: NodeContextLike, told: Told) -> None:
     for a, token in zip(reversed(aspects), reversed(tokens), strict=True):
         try:
             a.after(token, ctx, told)

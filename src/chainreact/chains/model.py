@@ -52,6 +52,23 @@ StreamFn = Callable[[RuleMsg], Any]
 DebugFn = Callable[[DebugEvent], Any]
 
 
+class NodeContextLike(Protocol):
+    """What aspects see of one node's handling of a message (context.NodeContext, which has more)."""
+
+    @property
+    def node(self) -> NodeLike: ...
+    @property
+    def msg(self) -> RuleMsg: ...
+    @property
+    def from_id(self) -> str: ...
+    @property
+    def in_relation(self) -> str: ...
+    @property
+    def chain(self) -> ChainLike: ...
+    @property
+    def engine(self) -> EngineLike: ...
+
+
 class ComponentLike(Protocol):
     async def on_msg(self, ctx: Any, msg: RuleMsg) -> None: ...
 

@@ -17,7 +17,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.plan import plan_hook
 from ..agent.recording import IORecorder
@@ -25,6 +25,9 @@ from .checks import Outcome, run_checks
 from .dataset import Case
 from .judge import Judge
 from .targets import Target
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 DEFAULT_CONCURRENCY = 4
 
@@ -97,7 +100,7 @@ def outcome_of(records: list[dict[str, Any]], answer: str | None, error: str | N
 
 
 async def run_case(case: Case, target: Target, *, judge: Judge | None = None,
-                   store: Any = None) -> CaseResult:
+                   store: Store | None = None) -> CaseResult:
     recorder = IORecorder()
     run_id = f"eval-{secrets.token_hex(6)}" if store is not None else None
     answer: str | None = None
@@ -124,7 +127,7 @@ async def run_case(case: Case, target: Target, *, judge: Judge | None = None,
 
 
 async def run_eval(cases: Sequence[Case], target: Target, *, concurrency: int = DEFAULT_CONCURRENCY,
-                   judge: Judge | None = None, store: Any = None,
+                   judge: Judge | None = None, store: Store | None = None,
                    on_done: Callable[[CaseResult, int, int], None] | None = None) -> EvalResult:
     """Every case, at most `concurrency` at a time; the results in the dataset's order."""
     sem = asyncio.Semaphore(max(1, concurrency))

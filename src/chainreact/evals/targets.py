@@ -9,10 +9,14 @@ With a store, `save` keeps the case's run there: its `io` records and, for a cha
 from __future__ import annotations
 
 import secrets
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.recording import IORecorder
 from .dataset import Case
+
+if TYPE_CHECKING:
+    from ..chains.engine import RuleEngine
+    from ..state.base import Store
 
 
 class Target(Protocol):
@@ -26,7 +30,7 @@ class Target(Protocol):
     async def run(self, case: Case, run_id: str | None) -> tuple[str | None, Any]:
         """The answer and whatever `save` needs."""
 
-    async def save(self, store: Any, run_id: str, case: Case, records: list[dict[str, Any]],
+    async def save(self, store: Store, run_id: str, case: Case, records: list[dict[str, Any]],
                    answer: str | None, error: str | None, extra: Any, steps: int) -> None: ...
 
 
@@ -40,13 +44,13 @@ class BaseTarget:
         """Where the case's run is kept (`chainreact runs export` it)."""
         return run_id
 
-    async def save(self, store: Any, run_id: str, case: Case, records: list[dict[str, Any]],
+    async def save(self, store: Store, run_id: str, case: Case, records: list[dict[str, Any]],
                    answer: str | None, error: str | None, extra: Any, steps: int) -> None:
         return None
 
 
-async def _save_run(store: Any, run_id: str, events: list[tuple[str, Any]], *, status: str, agent: str | None,
-                    messages: list[Any], extra: dict[str, Any], steps: int) -> None:
+async def _save_run(store: Store, run_id: str, events: list[tuple[str, Any]], *, status: str,
+                    agent: str | None, messages: list[Any], extra: dict[str, Any], steps: int) -> None:
     from ..state.checkpoint import RunSnapshot, save_snapshot
 
     if events:
@@ -68,7 +72,7 @@ class AgentTarget(BaseTarget):
         result = await self.agent.run(case.input)
         return result.content, result
 
-    async def save(self, store: Any, run_id: str, case: Case, records: list[dict[str, Any]],
+    async def save(self, store: Store, run_id: str, case: Case, records: list[dict[str, Any]],
                    answer: str | None, error: str | None, extra: Any, steps: int) -> None:
         stop = getattr(extra, "stop_reason", None)
         info: dict[str, Any] = {"kind": "agent", "target": self.agent.agent_id, "eval_case": case.name}
@@ -102,7 +106,7 @@ def chain_message(value: Any) -> Any:
 
 
 class ChainTarget(BaseTarget):
-    def __init__(self, engine: Any, chain_id: str):
+    def __init__(self, engine: RuleEngine, chain_id: str):
         self.engine = engine
         self.chain_id = chain_id
 
@@ -119,7 +123,7 @@ class ChainTarget(BaseTarget):
             raise RuntimeError(f"every branch failed: {errors[-1]}")
         return (ends[-1].msg.data if ends else None), (ends, events)
 
-    async def save(self, store: Any, run_id: str, case: Case, records: list[dict[str, Any]],
+    async def save(self, store: Store, run_id: str, case: Case, records: list[dict[str, Any]],
                    answer: str | None, error: str | None, extra: Any, steps: int) -> None:
         ends, events = extra if extra is not None else ([], [])
         logged = [(str(e["type"]), {k: v for k, v in e.items() if k != "type"}) for e in events]

@@ -27,6 +27,7 @@ from .tooling import AskForTools, ToolBudget
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..agent.result import RunResult
+    from ..state.base import Store
     from ..types import Message
 
 
@@ -54,7 +55,7 @@ class LocalNodeIO(NodeRun):
     """node_steps.NodeIO in this process: the node's Agent runs here, checkpointed in the store when the
     run may stop to ask (then another process may have to go on with it)."""
 
-    def __init__(self, node: AIAgentNode, env: dict[str, Any], store: Any, conversation: str, *,
+    def __init__(self, node: AIAgentNode, env: dict[str, Any], store: Store, conversation: str, *,
                  base_dir: Path | None, flow: FlowDef | None, session_key: str | None, agent_events: bool):
         super().__init__(node, env, session_key=session_key, agent_events=agent_events)
         self.store = store
@@ -106,7 +107,7 @@ class LocalNodeIO(NodeRun):
             await self.agent.aclose()
 
 
-async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Any, conversation: str, *,
+async def run_agent_node(node: AIAgentNode, env: dict[str, Any], store: Store, conversation: str, *,
                          base_dir: Path | None = None, flow: FlowDef | None = None,
                          pending: Pending | None = None, session_key: str | None = None,
                          agent_events: bool = False) -> AsyncIterator[FlowEvent | AgentOutcome]:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import FlowError
 from .exprs import render
 from .model import RuleChainNode
 
+if TYPE_CHECKING:
+    from ..chains.engine import RuleEngine
 
-async def run_chain_node(node: RuleChainNode, env: dict[str, Any], engine: Any, *, flow_id: str,
+
+async def run_chain_node(node: RuleChainNode, env: dict[str, Any], engine: RuleEngine, *, flow_id: str,
                          base_dir: Path, loaded: dict[str, str]) -> Any:
     """`loaded` maps chain files (resolved paths) to their chain ids: each file is loaded once per flow."""
     from ..chains import ChainLoadError, RuleMsg

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .agent_node import run_agent_node
 from .asking import Pending
@@ -31,6 +31,10 @@ from .recording import TurnRecording
 from .routing import MAX_HOPS, Session, addressed, route, turn_env
 from .sessions import SessionSummary, list_sessions
 from .validate import load_flow
+
+if TYPE_CHECKING:
+    from ..chains.engine import RuleEngine
+    from ..state.base import Store
 
 
 @dataclass
@@ -49,8 +53,8 @@ class TurnResult:
 
 class Flow:
     def __init__(self, definition: FlowDef, *, source: str | None = None, state: str | None = None,
-                 store: Any = None, base_dir: str | Path | None = None, chains: Any = None,
-                 record: bool = True):
+                 store: Store | None = None, base_dir: str | Path | None = None,
+                 chains: RuleEngine | None = None, record: bool = True):
         self.definition = definition
         self.record = record  # every turn's reads and model/tool calls in the session's log (recording.py)
         self.source = source
@@ -174,7 +178,7 @@ class Flow:
         if tape is not None:
             tape.start()
         try:
-            io = LocalTurnIO(self, key, reader)
+            io = LocalTurnIO(self, key, cast("Store | None", reader))  # a ReadRecorder proxies the store
             async for ev in route(self.definition, self.id, session, state, env, io, agent_events):
                 if tape is not None:
                     tape.see(ev)
@@ -202,7 +206,7 @@ class LocalTurnIO:
     """A turn's node I/O in this process (routing.TurnIO): agent runs and rule chains called directly.
     `store`: the one the turn reads and writes through (the flow's, or a recording view of it)."""
 
-    def __init__(self, flow: Flow, key: str, store: Any = None):
+    def __init__(self, flow: Flow, key: str, store: Store | None = None):
         self.flow = flow
         self.key = key
         self.store = store

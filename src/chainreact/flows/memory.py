@@ -13,10 +13,13 @@ message in the conversation would stop the agent from adding its own).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..types import Message
 from .model import AIAgentNode
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 DEFAULT_SUMMARY_PROMPT = ("Summarize the conversation below for the assistant who continues it: keep the "
                           "user's requests, facts, decisions and open questions; at most 200 words.")
@@ -34,7 +37,7 @@ def _state_id(key: str) -> str:
     return f"flowmem:{key}"
 
 
-async def read_context(node: AIAgentNode, store: Any, key: str, summarize: Any) -> Context:
+async def read_context(node: AIAgentNode, store: Store, key: str, summarize: Any) -> Context:
     """The messages (and summary) the node's run sees. `summarize(prompt, previous, messages) -> str` is
     the model call that folds messages into the summary."""
     mem = node.memory
@@ -100,7 +103,7 @@ def _long_term(node: AIAgentNode, env: dict[str, Any]) -> tuple[Any, str, str] |
     return ltm, scope, render(ltm.memoryId, env) if ltm.memoryId else ""
 
 
-async def recall_memories(node: AIAgentNode, env: dict[str, Any], store: Any) -> list[str]:
+async def recall_memories(node: AIAgentNode, env: dict[str, Any], store: Store) -> list[str]:
     """The memories of the node's long-term memory (its type, scope and rendered memoryId) that best match
     the user's input, best first. Procedural ones (instructions) apply whatever the user says: the best
     matches first, then the most recent, up to RECALL_K."""
@@ -147,7 +150,7 @@ def parse_extracted(text: str) -> list[str]:
     return out[:MAX_EXTRACTED]
 
 
-async def write_memory(node: AIAgentNode, env: dict[str, Any], store: Any, answer: str,
+async def write_memory(node: AIAgentNode, env: dict[str, Any], store: Store, answer: str,
                        ask: Any = None, known: list[str] | None = None) -> list[str]:
     """After a turn, the node's long-term memories: an episodic one of what happened, or, for semantic
     and procedural, the facts or instructions the model extracts from the exchange (`ask(prompt) -> text`

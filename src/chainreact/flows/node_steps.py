@@ -45,6 +45,7 @@ from .tooling import ToolBudget
 
 if TYPE_CHECKING:
     from ..agent.result import RunResult
+    from ..state.base import Store
 
 TEXT_FIELDS = ("response", "answer", "message", "reply", "text")
 
@@ -183,7 +184,7 @@ def plain_call(node: AIAgentNode, base_dir: Path | None, system: str) -> Callabl
     return ask
 
 
-async def prepare(node: AIAgentNode, env: dict[str, Any], store: Any, conversation: str,
+async def prepare(node: AIAgentNode, env: dict[str, Any], store: Store, conversation: str,
                   base_dir: Path | None) -> NodeStart:
     """A fresh run's prompts and memory: the system prompt, the memory window (older messages folded into
     its summary by a model call), the long-term memories recalled for the user's input. `conversation`
@@ -203,7 +204,7 @@ async def prepare(node: AIAgentNode, env: dict[str, Any], store: Any, conversati
     return NodeStart(system, render(node.userMessage, env), key, list(context.history), memories)
 
 
-async def remember(node: AIAgentNode, env: dict[str, Any], store: Any, base_dir: Path | None, *, key: str,
+async def remember(node: AIAgentNode, env: dict[str, Any], store: Store, base_dir: Path | None, *, key: str,
                    user_text: str, content: str, text: str | None, memories: list[str]) -> list[str]:
     """After a valid answer: the turn's user message and the answer appended to the conversation memory,
     then the long-term memories written (`memories`: those recalled, not written again)."""

@@ -15,16 +15,19 @@ on). It is closed when the turn ends, so a context that outlives the turn record
 from __future__ import annotations
 
 from contextvars import Token
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.plan import PlanHook, plan_hooks
 from ..agent.recording import IORecorder, document_identity
 from ..state.reads import ReadRecorder
 from .events import FlowEvent
 
+if TYPE_CHECKING:
+    from ..state.base import Store
+
 
 class TurnRecording:
-    def __init__(self, flow: Any, store: Any, session: str, text: str, user: Any, group: Any):
+    def __init__(self, flow: Any, store: Store, session: str, text: str, user: Any, group: Any):
         self.flow = flow
         self.store = store
         self.reads = ReadRecorder(store)

@@ -9,11 +9,14 @@ user, whatever the session), rendered for the session's user and variables (memo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ChainreactError
 from .model import AIAgentNode, FlowDef
 from .node_steps import memory_key
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 
 @dataclass
@@ -53,7 +56,7 @@ def memory_keys(definition: FlowDef | None, key: str, session: str, snapshot: An
     return keys
 
 
-async def list_sessions(store: Any, flow_id: str, start: str, *, limit: int = 50,
+async def list_sessions(store: Store, flow_id: str, start: str, *, limit: int = 50,
                         definition: FlowDef | None = None) -> list[SessionSummary]:
     """The sessions of flow `flow_id` in `store`, most recently active first (at most `limit`); `start`:
     the flow's start node, where an ended session goes on. With the flow's `definition`, `messages`

@@ -22,9 +22,8 @@ from ..version import __version__
 from .middleware import TRACER_NAME, content_from_env
 
 if TYPE_CHECKING:
-    from ..chains.context import NodeContext
     from ..chains.engine import RuleEngine
-    from ..chains.model import End
+    from ..chains.model import End, NodeContextLike
     from ..chains.msg import RuleMsg
 
 CHAIN_ID = "chainreact.chain.id"
@@ -79,7 +78,7 @@ class ChainTracer(Aspect):
             span.set_status(Status(StatusCode.ERROR, str(failed[0].error)))
         span.end()
 
-    def before(self, ctx: NodeContext, msg: RuleMsg) -> Any:
+    def before(self, ctx: NodeContextLike, msg: RuleMsg) -> Any:
         node = ctx.node
         attrs: dict[str, Any] = {CHAIN_ID: node.chain.id, NODE_ID: node.id, MSG_TYPE: msg.type,
                                  MSG_ID: msg.id}
@@ -89,7 +88,7 @@ class ChainTracer(Aspect):
             attrs[MSG_IN] = _msg_json(msg)
         return self._open(f"node {node.id}", attrs)
 
-    def after(self, token: Any, ctx: NodeContext, told: Told) -> None:
+    def after(self, token: Any, ctx: NodeContextLike, told: Told) -> None:
         span, attached = token
         otel_context.detach(attached)
         span.set_attribute(RELATIONS, [relation for relation, _, _ in told])

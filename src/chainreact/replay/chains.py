@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.plan import plan_hook
 from ..agent.recording import IORecorder
@@ -26,10 +26,14 @@ from .diff import Diff, show
 from .player import Replayer
 from .run import ReplayResult, document_changed
 
+if TYPE_CHECKING:
+    from ..chains.engine import RuleEngine
+    from ..chains.msg import RuleMsg
+
 Emit = Callable[[dict[str, Any]], None]
 
 
-def chain_identity(engine: Any, chain_id: str) -> dict[str, Any]:
+def chain_identity(engine: RuleEngine, chain_id: str) -> dict[str, Any]:
     chain = engine.get(chain_id)
     source = getattr(chain, "source", None)
     digest = None
@@ -39,14 +43,14 @@ def chain_identity(engine: Any, chain_id: str) -> dict[str, Any]:
     return {"id": chain_id, "name": getattr(chain, "name", None), "source": source, "hash": digest}
 
 
-def chain_record(engine: Any, chain_id: str, msg: Any) -> dict[str, Any]:
+def chain_record(engine: RuleEngine, chain_id: str, msg: RuleMsg) -> dict[str, Any]:
     d = msg.to_dict()
     return {"kind": "chain", "chain": chain_id, "document": chain_identity(engine, chain_id),
             "msg": {k: d[k] for k in ("type", "dataType", "data", "metadata")}}
 
 
-async def record_chain(engine: Any, chain_id: str, msg: Any, emit: Emit, *, secrets: Sequence[str] = (),
-                       **run_kwargs: Any) -> list[Any]:
+async def record_chain(engine: RuleEngine, chain_id: str, msg: RuleMsg, emit: Emit, *,
+                       secrets: Sequence[str] = (), **run_kwargs: Any) -> list[Any]:
     """`engine.run(chain_id, msg)` recorded: io records as `{"type": "io", ...}` and every node's IN/OUT as
     `{"type": "node", ...}` (a Stream OUT, one per streamed token, left out) go to `emit` in order; `on_debug`
     still gets every debug event. Returns the ends."""

@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.recording import redact
 from ..state.errors import RunNotFoundError, StateError
 from .cassette import FORMAT, build_agents
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
@@ -25,7 +28,7 @@ def env_secrets() -> list[str]:
     return [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 8]
 
 
-async def run_events(store: Any, run_id: str) -> list[Any]:
+async def run_events(store: Store, run_id: str) -> list[Any]:
     out: list[Any] = []
     after = 0
     while True:
@@ -36,7 +39,7 @@ async def run_events(store: Any, run_id: str) -> list[Any]:
         after = batch[-1].id
 
 
-async def export_run(store: Any, run_id: str, *, turn: int | None = None,
+async def export_run(store: Store, run_id: str, *, turn: int | None = None,
                      redact_values: tuple[str, ...] = ()) -> dict[str, Any]:
     """The cassette of run `run_id` (an agent run, a chain run, or a flow session's turn: the last one, or
     `turn` counted from 1). RunNotFoundError for an unknown run; StateError for a run with no recording."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.plan import plan_hook
 from ..agent.recording import document_identity
@@ -20,6 +20,9 @@ from .cassette import CassetteError, build_agents
 from .diff import Diff
 from .player import Replayer
 from .run import ReplayResult, document_changed
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 
 def flow_cassette(run_id: str, records: list[dict[str, Any]], turn: int | None) -> dict[str, Any]:
@@ -63,7 +66,7 @@ async def replay_flow(cassette: dict[str, Any], target: Any = None, *, load: Seq
         raise CassetteError(f"replay: give the flow document (--doc FLOW): the recorded one {source!r} is "
                             "not there")
     fresh = await open_store("sqlite:///:memory:")
-    store = _Replaying(cassette.get("reads") or [], fresh)
+    store = cast("Store", _Replaying(cassette.get("reads") or [], fresh))  # the Store's methods, proxied
     if definition is not None:
         flow = Flow(definition, source=getattr(target, "source", None), store=store, record=False)
     else:

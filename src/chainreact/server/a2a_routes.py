@@ -43,6 +43,7 @@ from .a2a_tasks import (
     task_of,
     unsupported,
 )
+from .catalog import Entry
 from .context import ServerContext
 from .login import flow_user
 from .owners import run_key, session_of
@@ -116,7 +117,7 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     # ------------------------------------------------------------------ sending
 
-    async def start(request: Request, registry: RunRegistry, entry: Any, params: dict[str, Any],
+    async def start(request: Request, registry: RunRegistry, entry: Entry, params: dict[str, Any],
                     detached: bool) -> LiveRun:
         """The run a SendMessage starts, or the interrupted run its message answers, going on."""
         msg = message_of(params)
@@ -133,14 +134,14 @@ def routes(ctx: ServerContext) -> list[Route]:
             if entry.kind == "agent":
                 key = agent_session(entry.id, context)
                 data = await session_input(registry, key, [{"role": "user", "content": text}])
-                return registry.start_agent(entry.obj, entry.id, data, session=key, detached=detached)
+                return registry.start_agent(entry.agent, entry.id, data, session=key, detached=detached)
             if entry.kind == "chain":
                 durable = ctx.durable("chain", entry.id)
                 meta: dict[str, str] = {}
                 if registry.sessions and durable is None:
                     wire_chain_sessions(registry, catalog.engine)
                     meta = chain_session_metadata(context)
-                return registry.start_chain(catalog.engine, entry.id, {"model": entry.id, "messages": [
+                return registry.start_chain(catalog.chains, entry.id, {"model": entry.id, "messages": [
                     {"role": "user", "content": text}]}, detached=detached, session=context, metadata=meta)
             if registry.closing:
                 raise RegistryClosed
@@ -151,7 +152,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         except RegistryClosed:
             raise A2AError(-32603, "the server is shutting down: send the message again later") from None
 
-    async def answer(request: Request, registry: RunRegistry, entry: Any, msg: dict[str, Any],
+    async def answer(request: Request, registry: RunRegistry, entry: Entry, msg: dict[str, Any],
                      detached: bool) -> LiveRun:
         from ..state import RunConflictError, RunNotFoundError, StateError
 
@@ -165,7 +166,7 @@ def routes(ctx: ServerContext) -> list[Route]:
                               "send a new message without taskId")
         answers = message_answers(msg, view["questions"])
         try:
-            return await registry.resume_agent(entry.obj, entry.id, view["id"], answers, detached=detached)
+            return await registry.resume_agent(entry.agent, entry.id, view["id"], answers, detached=detached)
         except RegistryClosed:
             raise A2AError(-32603, "the server is shutting down: send the message again later") from None
         except (RunNotFoundError, RunConflictError) as e:
@@ -173,7 +174,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         except StateError as e:  # refused answers: nothing changed, the task still waits
             raise invalid_params(f"the answer does not fit the question: {e}") from None
 
-    async def send(request: Request, registry: RunRegistry, entry: Any, params: dict[str, Any]) -> Any:
+    async def send(request: Request, registry: RunRegistry, entry: Entry, params: dict[str, Any]) -> Any:
         config = params.get("configuration") or {}
         at_once = bool(config.get("returnImmediately"))
         live = await start(request, registry, entry, params, detached=at_once)
@@ -181,12 +182,12 @@ def routes(ctx: ServerContext) -> list[Route]:
             return Response(status_code=499)
         return {"task": await task_view(registry, live.run_id, config.get("historyLength"))}
 
-    async def stream_send(request: Request, registry: RunRegistry, entry: Any, params: dict[str, Any]
+    async def stream_send(request: Request, registry: RunRegistry, entry: Entry, params: dict[str, Any]
                           ) -> AsyncIterator[dict[str, Any]]:
         live = await start(request, registry, entry, params, detached=False)
         return _follow(registry, live, live.last_id, own=True)
 
-    async def subscribe(request: Request, registry: RunRegistry, entry: Any, params: Any
+    async def subscribe(request: Request, registry: RunRegistry, entry: Entry, params: Any
                         ) -> AsyncIterator[dict[str, Any]]:
         view = await find(request, registry, entry, params.get("id") if isinstance(params, dict) else None)
         live = registry.live.get(view["id"])
@@ -226,7 +227,7 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     # ------------------------------------------------------------------ tasks
 
-    async def find(request: Request, registry: RunRegistry, entry: Any, task_id: Any, write: bool = False
+    async def find(request: Request, registry: RunRegistry, entry: Entry, task_id: Any, write: bool = False
                    ) -> dict[str, Any]:
         if not isinstance(task_id, str) or not RUN_ID.match(task_id):
             raise task_not_found(str(task_id))
@@ -246,11 +247,12 @@ def routes(ctx: ServerContext) -> list[Route]:
             else None
         return task_of(view, rec.snapshot if rec is not None else None, length)
 
-    async def get_task(request: Request, registry: RunRegistry, entry: Any, params: Any) -> dict[str, Any]:
+    async def get_task(request: Request, registry: RunRegistry, entry: Entry, params: Any) -> dict[str, Any]:
         view = await find(request, registry, entry, params.get("id") if isinstance(params, dict) else None)
         return await task_view(registry, view["id"], params.get("historyLength"))
 
-    async def cancel_task(request: Request, registry: RunRegistry, entry: Any, params: Any) -> dict[str, Any]:
+    async def cancel_task(request: Request, registry: RunRegistry, entry: Entry,
+                          params: Any) -> dict[str, Any]:
         view = await find(request, registry, entry, params.get("id") if isinstance(params, dict) else None,
                           write=True)
         if status_of(view, "")["state"] in FINAL_STATES:
@@ -294,7 +296,7 @@ async def _sse(rid: Any, events: AsyncIterator[dict[str, Any]]) -> AsyncIterator
         await events.aclose()  # type: ignore[attr-defined]
 
 
-async def agent_card(ctx: ServerContext, entry: Any, base: str) -> dict[str, Any]:
+async def agent_card(ctx: ServerContext, entry: Entry, base: str) -> dict[str, Any]:
     """The agent card of a served agent, chain or flow: its skills are the document itself (its
     description) and, for an agent, each of its tools; the security scheme when the server has API keys."""
     from ..version import __version__
@@ -304,7 +306,7 @@ async def agent_card(ctx: ServerContext, entry: Any, base: str) -> dict[str, Any
     skills = [{"id": entry.id, "name": name, "description": description, "tags": [entry.kind],
                "inputModes": ["text/plain", "application/json"], "outputModes": ["text/plain"]}]
     if entry.kind == "agent":
-        for t in await entry.obj.tools():
+        for t in await entry.agent.tools():
             skills.append({"id": f"{entry.id}.{t.name}", "name": t.name,
                            "description": t.description or f"the {t.name} tool", "tags": ["tool"]})
     card: dict[str, Any] = {

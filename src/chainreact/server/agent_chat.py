@@ -39,7 +39,7 @@ async def run_options(request: Request, registry: RunRegistry, entry: Entry, too
     or the 400 that says what is wrong."""
     if tools is None and choice is None and fmt is None:
         return None
-    own = [t.name for t in await entry.obj.tools()]
+    own = [t.name for t in await entry.agent.tools()]
     options = request_options(tools, choice, fmt, own, fmt_field=fmt_field)
     durable = registry.dispatcher is not None and registry.dispatcher.serves("agent", entry.id)
     if options is not None and durable:
@@ -73,7 +73,7 @@ async def start_agent_run(request: Request, registry: RunRegistry, owners: Sessi
         data = await session_input(registry, key, messages)
         # Checkpointed (status, messages) but without an event log: a token stream per chat is not worth
         # keeping; runs started through the runs API have one.
-        return registry.start_agent(entry.obj, entry.id, data, session=key if registry.sessions else None,
+        return registry.start_agent(entry.agent, entry.id, data, session=key if registry.sessions else None,
                                     persist=registry.persist_chats, stream=stream, listen=True, events=False,
                                     resumable=True, keep=keep, options=options)
     except RegistryClosed:
@@ -109,7 +109,7 @@ async def _continue(request: Request, registry: RunRegistry, owners: SessionOwne
         raise _Refused(error(409, f"run {run_id} no longer waits for these tool results (it is {state})",
                              "invalid_request_error", "run_not_waiting"))
     try:
-        return await registry.resume_agent(entry.obj, entry.id, run_id, answers, listen=True, events=False,
+        return await registry.resume_agent(entry.agent, entry.id, run_id, answers, listen=True, events=False,
                                            keep=keep, options=options)
     except RunNotFoundError:
         return None
@@ -172,7 +172,7 @@ async def agent_chat(request: Request, registry: RunRegistry, owners: SessionOwn
     live = await start_agent_run(request, registry, owners, entry, messages, key, options, stream)
     if isinstance(live, Response):
         return live
-    batches = agent_batches(registry, live, entry.obj.config.model,
+    batches = agent_batches(registry, live, entry.agent.config.model,
                             texts=options is None or options.answer is None)
     if stream:
         resp = respond_batches(request, batches, model)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -31,6 +31,7 @@ from starlette.routing import Route
 from .agent_chat import run_options
 from .agui_events import AguiStream, json_patch, token_usage
 from .agui_input import AguiInput, BadInput, chat_messages, parse_input
+from .catalog import Entry
 from .client_tools import exposed_id, parse_exposed, result_text
 from .context import ServerContext
 from .flows_routes import _SESSION_ID, mask_secrets
@@ -40,6 +41,10 @@ from .owners import SessionOwners, chain_key, run_key
 from .runs_registry import LiveRun, RegistryClosed, RunRegistry, agent_session
 from .sessions import chain_session_metadata, session_input, unavailable, wire_chain_sessions
 from .sse import SSE_HEADERS, sse
+
+if TYPE_CHECKING:
+    from ..agent.result import RunResult
+    from ..state.base import Store
 
 Batches = AsyncIterator[list[dict[str, Any]]]
 APPROVAL_SCHEMA = {"type": "object", "required": ["approve"],
@@ -84,7 +89,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             return batches
         return StreamingResponse(_sse(batches, s), media_type="text/event-stream", headers=SSE_HEADERS)
 
-    async def chain_batches(registry: RunRegistry, entry: Any, inp: AguiInput, s: AguiStream) -> Batches:
+    async def chain_batches(registry: RunRegistry, entry: Entry, inp: AguiInput, s: AguiStream) -> Batches:
         durable = ctx.durable("chain", entry.id)
         meta: dict[str, str] = {}
         if registry.sessions and durable is None:
@@ -92,7 +97,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             meta = chain_session_metadata(inp.thread_id)
         body = {"model": entry.id, "messages": chat_messages(inp.messages), "stream": True}
         yield s.started()
-        frames = chain_frames(catalog.engine, entry.id, body, stream=True, metadata=meta, durable=durable,
+        frames = chain_frames(catalog.chains, entry.id, body, stream=True, metadata=meta, durable=durable,
                               trace=True)
         async with contextlib.aclosing(frames):  # type: ignore[type-var]
             async for f in frames:
@@ -113,7 +118,8 @@ def routes(ctx: ServerContext) -> list[Route]:
                 if out:
                     yield out
 
-    async def flow_batches(request: Request, entry: Any, inp: AguiInput, s: AguiStream) -> Batches | Response:
+    async def flow_batches(request: Request, entry: Entry, inp: AguiInput,
+                           s: AguiStream) -> Batches | Response:
         flow = await ctx.flows.flow(entry.id)
         sid = inp.thread_id
         if not _SESSION_ID.match(sid):
@@ -162,7 +168,7 @@ def _node_step(s: AguiStream, chain_id: str, event: dict[str, Any]) -> list[dict
 
 # ---------------------------------------------------------------------------------------------- agents
 
-async def agent_batches(request: Request, registry: RunRegistry, owners: SessionOwners, entry: Any,
+async def agent_batches(request: Request, registry: RunRegistry, owners: SessionOwners, entry: Entry,
                         inp: AguiInput, s: AguiStream) -> Batches | Response:
     from ..state import RunConflictError, RunNotFoundError, StateError
 
@@ -190,8 +196,8 @@ async def agent_batches(request: Request, registry: RunRegistry, owners: Session
                                  "supported: "
                                  "use POST /api/v1/runs/{run_id}/resume", "unsupported")
             try:
-                live = await registry.resume_agent(entry.obj, entry.id, answered[0], answered[1], listen=True,
-                                                   events=False, options=options)
+                live = await registry.resume_agent(entry.agent, entry.id, answered[0], answered[1],
+                                                   listen=True, events=False, options=options)
             except RunNotFoundError:
                 live = None  # pruned meanwhile: a plain conversation then
             except RunConflictError as e:
@@ -201,20 +207,20 @@ async def agent_batches(request: Request, registry: RunRegistry, owners: Session
         if live is None:
             key = agent_session(entry.id, inp.thread_id) if registry.sessions else None
             data = await session_input(registry, key, chat_messages(inp.messages))
-            live = registry.start_agent(entry.obj, entry.id, data, session=key,
+            live = registry.start_agent(entry.agent, entry.id, data, session=key,
                                         persist=registry.persist_chats, stream=True, listen=True,
                                         events=False, resumable=True, options=options)
     except RegistryClosed:
         return unavailable()
     answered_ids = frozenset(answered[1]) if answered is not None else frozenset()
-    return _agent_stream(registry, live, s, entry.obj.config.model, answered_ids)
+    return _agent_stream(registry, live, s, entry.agent.config.model, answered_ids)
 
 
 def ctx_durable(registry: RunRegistry, ident: str) -> bool:
     return registry.dispatcher is not None and registry.dispatcher.serves("agent", ident)
 
 
-async def _answers(registry: RunRegistry, entry: Any, inp: AguiInput
+async def _answers(registry: RunRegistry, entry: Entry, inp: AguiInput
                    ) -> tuple[str, dict[str, Any]] | Response | None:
     """The waiting run this input answers and the answers by question id (resume entries and the trailing
     tool results for its client tools), or None: a new run."""
@@ -299,7 +305,7 @@ async def _agent_stream(registry: RunRegistry, live: LiveRun, s: AguiStream, mod
             if out:
                 yield out
     await live.ended.wait()
-    result = live.result
+    result = cast("RunResult | None", live.result)  # an agent run's
     if result is None:
         yield s.error(live.error or "the run failed", "run_failed")
         return
@@ -331,7 +337,7 @@ async def _agent_stream(registry: RunRegistry, live: LiveRun, s: AguiStream, mod
 
 # ---------------------------------------------------------------------------------------------- flows
 
-async def _flow_state(flow: Any, store: Any, sid: str) -> dict[str, Any]:
+async def _flow_state(flow: Any, store: Store, sid: str) -> dict[str, Any]:
     rec = await store.get_run(flow.session_key(sid))
     snap = rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else {}
     ended = bool(snap.get("ended"))
@@ -339,7 +345,7 @@ async def _flow_state(flow: Any, store: Any, sid: str) -> dict[str, Any]:
             "ended": ended, "variables": mask_secrets(snap.get("vars") or {})}
 
 
-async def _flow_turn(flow: Any, store: Any, sid: str, text: str, user: Any, s: AguiStream) -> Batches:
+async def _flow_turn(flow: Any, store: Store, sid: str, text: str, user: Any, s: AguiStream) -> Batches:
     from ..flows.answer_stream import text_deltas
     from ..state import RunConflictError
 

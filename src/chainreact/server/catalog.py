@@ -12,11 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..config import detect_document_kind
 from ..config.loader import read_document
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..agent.agent import Agent
+    from ..chains.engine import RuleEngine
+    from ..flows.engine import Flow
+    from .ops_stats import RunObserver
 
 _SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -26,8 +32,23 @@ class Entry:
     id: str
     kind: str  # "agent" | "chain" | "flow"
     source: str
-    obj: Any  # an Agent, the chain id in the engine, or a chainreact.flows.Flow
+    obj: Agent | str | Flow  # an Agent, the chain id in the engine, or a chainreact.flows.Flow
     description: str = ""
+
+    @property
+    def agent(self) -> Agent:
+        """The Agent of an agent entry (callers pick entries by `kind` first)."""
+        return cast("Agent", self._of("agent"))
+
+    @property
+    def flow(self) -> Flow:
+        """The Flow of a flow entry."""
+        return cast("Flow", self._of("flow"))
+
+    def _of(self, kind: str) -> Agent | str | Flow:
+        if self.kind != kind:
+            raise TypeError(f"catalog entry {self.id!r} is a {self.kind}, not a {kind}")
+        return self.obj
 
 
 @dataclass
@@ -35,11 +56,11 @@ class Catalog:
     entries: dict[str, Entry] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # files that did not load, with why
     skipped: list[str] = field(default_factory=list)  # files in folders that are no document of ours
-    engine: Any = None  # the RuleEngine, created when the first chain loads
+    engine: RuleEngine | None = None  # created when the first chain loads
     globals: dict[str, Any] = field(default_factory=dict)  # kept for reloads (catalog_reload.py)
     # Told about every run, model call and tool call of the agents built here (server/ops_stats.py).
-    observers: list[Any] = field(default_factory=list)
-    retired: list[Any] = field(default_factory=list)  # replaced agents: runs in flight may still use them
+    observers: list[RunObserver] = field(default_factory=list)
+    retired: list[Agent] = field(default_factory=list)  # replaced agents: runs in flight may still use them
 
     @classmethod
     def load(cls, paths: Iterable[str | Path], *, globals: Mapping[str, Any] | None = None) -> Catalog:
@@ -102,11 +123,18 @@ class Catalog:
                 raise
             self.problems.append(f"{path}: {e}")
 
-    def chain_engine(self, globals_: Mapping[str, Any] | None = None) -> Any:
+    def chain_engine(self, globals_: Mapping[str, Any] | None = None) -> RuleEngine:
         if self.engine is None:
             from ..chains import RuleEngine
 
             self.engine = RuleEngine(properties=dict(globals_ or {}))
+        return self.engine
+
+    @property
+    def chains(self) -> RuleEngine:
+        """The engine of the served chains, for callers that hold a chain's entry (it exists then)."""
+        if self.engine is None:
+            raise LookupError("no rule chain is served")
         return self.engine
 
     def _add(self, entry: Entry) -> None:
@@ -131,7 +159,7 @@ class Catalog:
         return True
 
     async def aclose(self) -> None:
-        for agent in [*self.retired, *(e.obj for e in self.entries.values() if e.kind == "agent")]:
+        for agent in [*self.retired, *(e.agent for e in self.entries.values() if e.kind == "agent")]:
             await agent.aclose()
         if self.engine is not None:
             self.engine.close()

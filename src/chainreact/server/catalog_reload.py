@@ -42,7 +42,7 @@ def _forget(lines: list[str], path: Path) -> None:
 def _unload(cat: Catalog, ident: str, report: ReloadReport) -> None:
     entry = cat.entries.get(ident)
     if entry is not None and entry.kind == "agent":
-        cat.retired.append(entry.obj)
+        cat.retired.append(entry.agent)
     cat.remove(ident)
     report.removed.append(ident)
 
@@ -85,7 +85,7 @@ def apply_changes(cat: Catalog, paths: Iterable[Path]) -> ReloadReport:
         if other is not None and other.source != str(path):
             _problem(cat, report, path, f"id {new_id!r} is already served from {other.source}")
             continue
-        before = {i: cat.entries[i].obj for i in _ids_of(cat, path)}
+        before = {i: cat.entries[i] for i in _ids_of(cat, path)}
         n = len(cat.problems)
         try:
             cat._load(path, data, kind, cat.globals, quiet=True)
@@ -98,11 +98,11 @@ def apply_changes(cat: Catalog, paths: Iterable[Path]) -> ReloadReport:
             continue
         # A file defines one id (flows, whose id rules live elsewhere: whatever it serves now).
         now = {new_id} if new_id else set(_ids_of(cat, path))
-        for old_id, obj in before.items():
+        for old_id, old in before.items():
             if old_id not in now:
                 _unload(cat, old_id, report)
-            elif cat.entries[old_id].kind == "agent" and cat.entries[old_id].obj is not obj:
-                cat.retired.append(obj)
+            elif cat.entries[old_id].kind == old.kind == "agent" and cat.entries[old_id].obj is not old.obj:
+                cat.retired.append(old.agent)
         report.loaded.extend(sorted(now))
     return report
 

@@ -10,14 +10,19 @@ their workflow and node activities (durable/chain_workflow.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..chains.trace import agent_event, agent_events
+
+if TYPE_CHECKING:
+    from ..chains.engine import RuleEngine
+    from ..chains.msg import RuleMsg
 
 Emit = Callable[[dict[str, Any]], None]
 
 
-async def traced_run(engine: Any, chain_id: str, msg: Any, on_stream: Any, emit: Emit) -> list[Any]:
+async def traced_run(engine: RuleEngine, chain_id: str, msg: RuleMsg, on_stream: Any,
+                     emit: Emit) -> list[Any]:
     """`engine.run(chain_id, msg)` with debug capture on every node; its events go to `emit` in order, and
     so do the recording of its agent nodes' model and tool calls (`io` events, for `chainreact runs export`:
     replay/chains.py). The engine's own `on_debug` (if any) still gets every debug event."""

@@ -51,7 +51,11 @@ from .durable_runs import FORMAT, DurableAgentRun, LeftRunning
 from .runs_registry import LiveRun, RunRegistry
 
 if TYPE_CHECKING:
+    from temporalio.client import Client
+
     from ..agent import Agent
+    from ..chains import RuleMsg
+    from ..durable import DurableAgent, DurableChain, DurableChainRun, DurableFlow, DurableOptions
     from ..state import RunRecord, Store
     from .catalog import Catalog
     from .config import ServerConfig
@@ -99,7 +103,7 @@ class TemporalDispatcher:
         self.address = address
         self.task_queue = task_queue
         self.namespace = namespace
-        self.client: Any = None
+        self.client: Client | None = None
         self.registry: RunRegistry | None = None
         self.spawn = spawn or asyncio.ensure_future
 
@@ -111,13 +115,17 @@ class TemporalDispatcher:
         except Exception as e:
             raise ConfigError(f"--temporal {self.address}: cannot reach the Temporal server ({e})") from e
 
-    def agent(self, name: str) -> Any:
-        from ..durable import DurableAgent, DurableOptions
+    def _options(self) -> DurableOptions:
+        from ..durable import DurableOptions
 
-        options = DurableOptions() if self.heartbeat_timeout is None else \
+        return DurableOptions() if self.heartbeat_timeout is None else \
             DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
+
+    def agent(self, name: str) -> DurableAgent:
+        from ..durable import DurableAgent
+
         return DurableAgent(name, client=self.client, task_queue=self.task_queue, namespace=self.namespace,
-                            options=options)
+                            options=self._options())
 
     @property
     def store(self) -> Store:
@@ -135,25 +143,21 @@ class TemporalDispatcher:
     def serves(self, kind: str, target: str) -> bool:
         return kind in self.kinds
 
-    def chain(self, chain_id: str) -> Any:
-        from ..durable import DurableChain, DurableOptions
+    def chain(self, chain_id: str) -> DurableChain:
+        from ..durable import DurableChain
 
-        options = DurableOptions() if self.heartbeat_timeout is None else \
-            DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
         return DurableChain(chain_id, client=self.client, task_queue=self.task_queue,
-                            namespace=self.namespace, options=options)
+                            namespace=self.namespace, options=self._options())
 
-    def flow(self, flow_id: str) -> Any:
+    def flow(self, flow_id: str) -> DurableFlow:
         """A DurableFlow: the turns of served flow `flow_id` (flows_runtime.DurableServedFlow)."""
-        from ..durable import DurableFlow, DurableOptions
+        from ..durable import DurableFlow
 
-        options = DurableOptions() if self.heartbeat_timeout is None else \
-            DurableOptions(heartbeat_timeout=float(self.heartbeat_timeout))
         return DurableFlow(flow_id, client=self.client, task_queue=self.task_queue, namespace=self.namespace,
-                           options=options)
+                           options=self._options())
 
-    async def start_chain(self, chain_id: str, msg: Any, *, run_id: str | None = None,
-                          stream: bool = False, trace: bool = False) -> Any:
+    async def start_chain(self, chain_id: str, msg: RuleMsg, *, run_id: str | None = None,
+                          stream: bool = False, trace: bool = False) -> DurableChainRun:
         """A DurableChainRun of `msg` through chain `chain_id` (frames.chain_frames, the RuleGo routes);
         `stream`: its frames logged live, in the store. `run_id`: a registry run's (runs_chains.ChainRun),
         recorded first as a durable chain run, so that any server can cancel it (`owns`, `cancel`).
@@ -245,7 +249,7 @@ class TemporalDispatcher:
 
     def _target_of(self, agent_name: str | None) -> str | None:
         for entry in self.catalog.entries.values():
-            if entry.kind == "agent" and getattr(entry.obj, "name", None) == agent_name:
+            if entry.kind == "agent" and entry.agent.name == agent_name:
                 return str(entry.id)
         return agent_name
 
@@ -257,6 +261,8 @@ class TemporalDispatcher:
         status = view["status"]
         try:
             async with asyncio.timeout(DESCRIBE_TIMEOUT):
+                if self.client is None:
+                    raise ConfigError("not connected to Temporal")
                 handle = self.client.get_workflow_handle(run_id)
                 desc = await handle.describe()
                 if desc.status in (S.RUNNING, S.CONTINUED_AS_NEW):

@@ -77,10 +77,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         for e in ctx.catalog.entries.values():
             if e.kind != "flow" or (key is not None and not key.allows("read", e.id)):
                 continue
-            d = e.obj.definition
+            d = e.flow.definition
             items.append({"id": e.id, "name": d.name, "description": d.description,
                           "start": d.start_node.name, "nodes": [n.name for n in d.nodes],
-                          "loginRequired": needs_login(e.obj)})
+                          "loginRequired": needs_login(e.flow)})
         return JSONResponse({"items": items, "total": len(items)})
 
     @ctx.guard("execute", "id")

@@ -79,10 +79,10 @@ class FlowRuntime:
         if entry is None or entry.kind != "flow":
             return None
         bound = self._bound.get(ident)
-        if bound is None or bound[0] is not entry.obj:
+        if bound is None or bound[0] is not entry.flow:
             from ..flows import Flow
 
-            loaded = entry.obj
+            loaded = entry.flow
             definition = loaded.definition
             if not definition.id:
                 # Sessions are keyed by the flow's id: a flow without one takes its served id, so two
@@ -110,7 +110,7 @@ class DurableServedFlow:
     id (`chainreact worker flow.json --state URL`). A client that leaves a streamed turn cancels it, as in
     process, except while the server shuts down (the dispatcher's `closing`): then the workers finish it."""
 
-    def __init__(self, flow: Any, durable: Any, store: Any, dispatch: Any = None):
+    def __init__(self, flow: Any, durable: Any, store: Store, dispatch: Any = None):
         self.local = flow
         self.durable = durable
         self.log_store = store  # where the workers log the turns' events

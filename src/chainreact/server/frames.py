@@ -19,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
@@ -28,6 +28,8 @@ from ..types import Event, ToolCall, Usage
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..chains import End, RuleEngine, RuleMsg
+    from ..durable import DurableChainRun
+    from ..state import Store
     from ..types import (
         Final,
         Interrupted,
@@ -213,7 +215,7 @@ def interrupted(run_id: str, questions: list[dict[str, Any]]) -> Failed:
 
 
 async def chain_frames(engine: RuleEngine, chain_id: str, body: dict[str, Any], *, stream: bool,
-                       metadata: dict[str, str] | None = None, durable: Any = None,
+                       metadata: dict[str, str] | None = None, durable: ChainDispatcher | None = None,
                        run_id: str | None = None, trace: bool = False) -> AsyncIterator[Frame]:
     """A chain run on an OpenAI chat request (message type `chat.completions`, JSON data = the body);
     with `stream`, metadata stream=true and the chain's Stream frames become frames as they come.
@@ -288,7 +290,21 @@ async def chain_frames(engine: RuleEngine, chain_id: str, body: dict[str, Any], 
 RUN_CANCELLED = "run_cancelled"  # Failed.code of a durable chain run cancelled by someone else
 
 
-async def _durable_chain(durable: Any, chain_id: str, msg: RuleMsg, run_id: str | None,
+class ChainDispatcher(Protocol):
+    """What a chain run on Temporal workers needs of the server's dispatcher
+    (durable_dispatch.TemporalDispatcher, `serve --temporal`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def closing(self) -> bool: ...
+
+    async def start_chain(self, chain_id: str, msg: RuleMsg, *, run_id: str | None = None,
+                          stream: bool = False, trace: bool = False) -> DurableChainRun: ...
+
+
+async def _durable_chain(durable: ChainDispatcher, chain_id: str, msg: RuleMsg, run_id: str | None,
                          on_stream: Callable[[RuleMsg], None] | None,
                          on_trace: Callable[[Any], None] | None = None) -> list[End]:
     run = await durable.start_chain(chain_id, msg, run_id=run_id, stream=on_stream is not None,

@@ -255,9 +255,9 @@ async def _call_agent(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
         raise ToolFailure("'input' must be a string: the user message for the agent")
     dispatch = ctx.durable("agent", entry.id)  # `serve --temporal`: a workflow on the workers
     if dispatch is not None:
-        result = await dispatch.run("agent", entry.obj, text)
+        result = await dispatch.run("agent", entry.agent, text)
     else:
-        result = await entry.obj.run(text)
+        result = await entry.agent.run(text)
     if result.interruption is not None:
         asks = "; ".join(q.question or q.kind for q in result.interruption.questions)
         raise ToolFailure(f"the agent stopped to ask: {asks}; it cannot ask questions over MCP, give it what "
@@ -281,7 +281,7 @@ async def _call_chain(ctx: ServerContext, entry: Entry, args: dict[str, Any]) ->
                   metadata=dict(meta), data_type="TEXT" if isinstance(data, str) else "JSON")
     durable = ctx.durable("chain", entry.id)  # `serve --temporal`: a workflow on the workers
     if durable is None:
-        ends = await ctx.catalog.engine.run(entry.id, msg)
+        ends = await ctx.catalog.chains.run(entry.id, msg)
     else:
         from ..durable import DurableRunError
 

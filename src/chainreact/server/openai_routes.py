@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .agent_chat import agent_chat
+from .catalog import Entry
 from .context import ServerContext, deny
 from .flows_runtime import flow_frames, last_user_text, session_key
 from .frames import agent_frames, chain_frames
@@ -84,12 +85,12 @@ def routes(ctx: ServerContext) -> list[Route]:
         if entry.kind == "agent" and registry is not None:
             return await agent_chat(request, registry, ctx.owners, entry, body, ident, stream)
         if entry.kind == "agent":
-            frames = agent_frames(entry.obj, agent_input(body), stream=stream)
+            frames = agent_frames(entry.agent, agent_input(body), stream=stream)
         else:
             meta = await chain_session(request, body, registry, catalog.engine, ctx.owners, entry.id)
             if isinstance(meta, Response):
                 return meta
-            frames = chain_frames(catalog.engine, entry.id, body, stream=stream, metadata=meta,
+            frames = chain_frames(catalog.chains, entry.id, body, stream=stream, metadata=meta,
                                   durable=ctx.durable("chain", entry.id))
         return await respond(request, frames, ident, stream)
 
@@ -109,7 +110,7 @@ def served(request: Request, catalog: Any, ident: str) -> Any:
     return entry
 
 
-def agent_only(tools: Any, choice: Any, fmt: Any, entry: Any) -> Response | None:
+def agent_only(tools: Any, choice: Any, fmt: Any, entry: Entry) -> Response | None:
     """The 400 for client tools or a response format sent to a chain or a flow: only an agent's model can
     be offered them (a chain's or flow's own agents have their documents' tools and formats)."""
     given = (("tools", bool(tools)), ("tool_choice", choice not in (None, "auto", "none")),
@@ -122,5 +123,5 @@ def agent_only(tools: Any, choice: Any, fmt: Any, entry: Any) -> Response | None
                  code="unsupported_parameter")
 
 
-def _model(entry: Any) -> dict[str, Any]:
+def _model(entry: Entry) -> dict[str, Any]:
     return {"id": entry.id, "object": "model", "created": 0, "owned_by": f"chainreact-{entry.kind}"}

@@ -45,7 +45,7 @@ def _cancelled(e: BaseException) -> bool:
 class ObserverMiddleware(Middleware):
     durable = "worker"  # times runs in this process: not in durable workflow code (wrap hooks only)
 
-    def __init__(self, observers: list[Any], name: str = ""):
+    def __init__(self, observers: list[RunObserver], name: str = ""):
         self.observers: list[RunObserver] = observers
         self.name = name  # the id the agent is served under (else its own name)
         self._started: _Started = {}

@@ -24,13 +24,16 @@ message nodes' texts are not kept). 404 when the store has no such session, or i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .context import ServerContext
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 MAX_SESSIONS = 50
 MAX_MESSAGES = 200  # of a session's conversation, the last ones
@@ -75,7 +78,7 @@ def collaborators(d: Any) -> list[dict[str, Any]]:
     return out
 
 
-async def sessions(flow: Any, store: Any) -> list[dict[str, Any]]:
+async def sessions(flow: Any, store: Store) -> list[dict[str, Any]]:
     from ..flows import list_sessions
 
     found = await list_sessions(store, flow.id, flow.definition.start_node.name, limit=MAX_SESSIONS,

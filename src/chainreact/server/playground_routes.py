@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from .catalog import Entry
 from .context import ServerContext
 from .playground_flows import flow_handler, session_handler
 from .playground_runs import cassette_handler, runs_handler
@@ -54,7 +55,7 @@ def _static_files() -> dict[str, Path]:
     return {p.name: p for p in STATIC_DIR.iterdir() if p.is_file() and p.suffix in _TYPES}
 
 
-def _entry_info(entry: Any) -> dict[str, Any]:
+def _entry_info(entry: Entry) -> dict[str, Any]:
     ident = quote(entry.id, safe="")
     # Where other clients reach it (paths on this server): every id is a model of the OpenAI routes, an
     # AG-UI agent (agui_routes) and an A2A agent (a2a_routes).
@@ -63,8 +64,7 @@ def _entry_info(entry: Any) -> dict[str, Any]:
     info: dict[str, Any] = {"id": entry.id, "kind": entry.kind, "description": entry.description or "",
                             "addresses": addresses}
     if entry.kind == "agent":
-        config = getattr(entry.obj, "config", None)
-        model = getattr(config, "model", None)
+        model = entry.agent.config.model
         if isinstance(model, str):
             info["model"] = model
     return info

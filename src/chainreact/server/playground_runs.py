@@ -69,14 +69,15 @@ def cassette_handler(ctx: ServerContext, kind: str = "agent") -> Any:
         from ..state import StateError
 
         ident, run_id = request.path_params["id"], request.path_params["run_id"]
-        view = await ctx.runs.view(run_id) if ctx.runs is not None and ctx.store is not None else None
-        if view is None or view.get("kind") != kind or view.get("target") != ident:
+        store = ctx.store
+        view = await ctx.runs.view(run_id) if ctx.runs is not None and store is not None else None
+        if store is None or view is None or view.get("kind") != kind or view.get("target") != ident:
             return JSONResponse({"error": {"message": f"no run {run_id!r} of the {_NAMES[kind]} {ident!r}",
                                            "code": "not_found"}}, status_code=404)
         if refused := await ctx.owners.check(request, run_key(view), f"{view['session']}", write=False):
             return refused.plain()
         try:
-            data = await export_run(ctx.store, run_id)
+            data = await export_run(store, run_id)
         except StateError as e:
             return JSONResponse({"error": {"message": str(e), "code": "not_recorded"}}, status_code=409)
         name = f"{ident}-{run_id}.cassette.json"

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .agent_chat import agent_batches, answer_or_leave, run_options, start_agent_run
+from .catalog import Entry
 from .client_tools import tool_results
 from .context import ServerContext
 from .flows_runtime import flow_frames
@@ -83,7 +84,7 @@ def routes(ctx: ServerContext) -> list[Route]:
                                media_type="text/event-stream", headers=SSE_HEADERS)
         return await completion(frames, shell)
 
-    async def agent_response(request: Request, registry: RunRegistry, entry: Any, body: dict[str, Any],
+    async def agent_response(request: Request, registry: RunRegistry, entry: Entry, body: dict[str, Any],
                              messages: list[dict[str, Any]]) -> Response:
         stream = bool(body.get("stream"))
         options = await run_options(request, registry, entry, body.get("tools"), body.get("tool_choice"),
@@ -111,7 +112,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         if isinstance(live, Response):
             return live
         shell = ResponseShell(run_response_id(live.run_id), entry.id, body)
-        batches = agent_batches(registry, live, entry.obj.config.model,
+        batches = agent_batches(registry, live, entry.agent.config.model,
                                 texts=options is None or options.answer is None)
         if stream:
             return SseResponse(events(batches, ResponsesEncoder(shell)), media_type="text/event-stream",
@@ -142,7 +143,7 @@ def routes(ctx: ServerContext) -> list[Route]:
                               f"{view['status']})", "invalid_request_error", "previous_response_not_done")
         return [m.to_openai() for m in RunSnapshot.from_dict(rec.snapshot).messages if m.role != "system"]
 
-    async def other_run(request: Request, registry: RunRegistry, entry: Any, body: dict[str, Any],
+    async def other_run(request: Request, registry: RunRegistry, entry: Entry, body: dict[str, Any],
                         messages: list[dict[str, Any]], session: str | None) -> tuple[ResponseShell, Any]:
         """A chain's or a flow's run on the request, as (the response's shell, its frames or a 400)."""
         stream = bool(body.get("stream"))
@@ -174,7 +175,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             return ResponseShell(rid, entry.id, body), error(
                 400, "previous_response_id continues a chain's session: the server needs --state (and no "
                      "--temporal for this chain)", code="sessions_disabled")
-        frames = chain_frames(catalog.engine, entry.id, {"model": entry.id, "messages": messages,
+        frames = chain_frames(catalog.chains, entry.id, {"model": entry.id, "messages": messages,
                                                          "stream": stream},
                               stream=stream, metadata=meta, durable=durable)
         return ResponseShell(rid, entry.id, body), frames

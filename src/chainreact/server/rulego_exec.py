@@ -104,7 +104,7 @@ async def deliver(ctx: ServerContext, ident: str, inc: Incoming) -> list[Any]:
     durable = ctx.durable("chain", ident)
     if durable is not None:
         return list(await (await durable.start_chain(ident, inc.msg)).result())
-    engine = ctx.catalog.engine
+    engine = ctx.catalog.chains
     chain = engine.get(ident)
     recorder = RunLog(ctx.rulego.hub, ident, inc.msg)
     own = engine.on_debug
@@ -211,7 +211,7 @@ def message_routes(ctx: ServerContext) -> list[Route]:
         meta = await chain_session(request, body, ctx.runs, catalog.engine, ctx.owners, ident)
         if isinstance(meta, Response):
             return meta
-        frames = chain_frames(catalog.engine, ident, body, stream=stream, metadata=meta,
+        frames = chain_frames(catalog.chains, ident, body, stream=stream, metadata=meta,
                               durable=ctx.durable("chain", ident))
         return await respond(request, frames, str(body.get("model") or ident), stream)
 

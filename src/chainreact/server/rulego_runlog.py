@@ -29,6 +29,7 @@ from ..chains.trace import MAX_NODE_EVENTS, node_event
 
 if TYPE_CHECKING:
     from ..chains import End, RuleMsg
+    from ..state.base import Store
 
 log = logging.getLogger("chainreact.server")
 
@@ -106,7 +107,8 @@ class RunLog:
         if len(self.events) < MAX_NODE_EVENTS:
             self.events.append(node_event(ev))
 
-    async def save(self, store: Any, ends: list[End] | None, error: str | None, dsl: dict[str, Any]) -> None:
+    async def save(self, store: Store | None, ends: list[End] | None, error: str | None,
+                   dsl: dict[str, Any]) -> None:
         """The run log (above), when the message had any debug event; then older logs past the limit go."""
         if not self.events or store is None:
             return
@@ -138,7 +140,7 @@ class RunLog:
             log.exception("chain %r: the run log of message %s was not saved", self.chain_id, self.msg.id)
 
 
-async def run_logs(store: Any, chain_id: str | None, limit: int = 100_000) -> list[str]:
+async def run_logs(store: Store, chain_id: str | None, limit: int = 100_000) -> list[str]:
     """The run ids of a chain's run logs (every chain's without `chain_id`), newest first."""
     prefix = chain_prefix(chain_id) if chain_id else RUN_PREFIX
     recs = await store.runs(prefix=prefix, limit=limit if chain_id else 100_000)
@@ -147,7 +149,7 @@ async def run_logs(store: Any, chain_id: str | None, limit: int = 100_000) -> li
     return ids[:limit]
 
 
-async def prune(store: Any, chain_id: str) -> None:
+async def prune(store: Store, chain_id: str) -> None:
     for run_id in (await run_logs(store, chain_id, RULEGO_RUN_LOGS + 100))[RULEGO_RUN_LOGS:]:
         await store.delete_run(run_id)
 
@@ -178,7 +180,7 @@ def node_logs(events: list[Any]) -> list[dict[str, Any]]:
     return logs
 
 
-async def snapshot(store: Any, run_id: str) -> dict[str, Any] | None:
+async def snapshot(store: Store, run_id: str) -> dict[str, Any] | None:
     """A run log as RuleGo's RuleChainRunSnapshot: the chain (ruleChain, metadata) as it was, id, startTs,
     endTs, logs, additionalInfo (chainreact's: the message, its status, error or answer)."""
     rec = await store.get_run(run_id)
@@ -196,7 +198,7 @@ async def snapshot(store: Any, run_id: str) -> dict[str, Any] | None:
                                "runId": run_id}}
 
 
-async def debug_items(store: Any, chain_id: str, node_id: str) -> list[dict[str, Any]]:
+async def debug_items(store: Store, chain_id: str, node_id: str) -> list[dict[str, Any]]:
     """A node's debug items (RuleGo's DebugData plus chainId) from the chain's latest run logs, newest
     first."""
     items: list[dict[str, Any]] = []

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import Event
+
+if TYPE_CHECKING:
+    from ..state.base import Store
 
 log = logging.getLogger("chainreact.server.runs")
 
@@ -27,7 +30,7 @@ class EventWriter:
     """Appends a run's events to the store, batching whatever arrived while the previous write was in
     flight (a token stream becomes a few writes, not one per token)."""
 
-    def __init__(self, store: Any, live: _Live):
+    def __init__(self, store: Store, live: _Live):
         self.store, self.live = store, live
         self.pending: list[tuple[str, Any]] = []
         self.task: asyncio.Task[None] | None = None

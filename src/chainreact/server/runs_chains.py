@@ -24,10 +24,14 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..types import Usage
 from .frames import RUN_CANCELLED, Done, Failed, Reasoning, Text, Tool, Trace, Warn, chain_frames
+
+if TYPE_CHECKING:
+    from ..chains import RuleEngine
+    from .frames import ChainDispatcher
 
 
 @dataclass(slots=True)
@@ -82,8 +86,8 @@ class QueuedRun:
 class ChainRun(QueuedRun):
     """`engine.run(chain_id, ...)` in its own task: iterate for events, `cancel()`, await `result()`."""
 
-    def __init__(self, engine: Any, chain_id: str, body: dict[str, Any],
-                 metadata: dict[str, str] | None = None, *, durable: Any = None):
+    def __init__(self, engine: RuleEngine, chain_id: str, body: dict[str, Any],
+                 metadata: dict[str, str] | None = None, *, durable: ChainDispatcher | None = None):
         self.run_id = secrets.token_hex(8)
         self._queue: asyncio.Queue[ChainEvent | None] = asyncio.Queue()
         self._result: ChainResult | None = None

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..chains import RuleEngine
     from ..state import RunRecord, Store
     from ..state.runs import StoreCheckpointer
+    from .runs_chains import ChainResult
 
 log = logging.getLogger("chainreact.server.runs")
 
@@ -49,6 +50,23 @@ SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace per
 
 
 SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, error) -> saved
+
+
+class RunHandle(Protocol):
+    """A run the registry drives: chainreact.agent.AgentRun, runs_chains.ChainRun, runs_flows.FlowRun,
+    durable_runs.DurableAgentRun. Iterate it for its events (a ChainRun's and a FlowRun's are
+    runs_chains.ChainEvents, which have an Event's `type`, `run_id` and `to_dict()`), await `result()`,
+    `cancel(mode, timeout=)`. An AgentRun also has `forward(fn)` (its events handed over in its own task)
+    and a ChainRun `io` (its agent nodes' calls): the registry looks for both."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def result(self) -> RunResult | ChainResult: ...
+
+    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> object: ...
 
 
 def agent_session(target: str, key: str | None) -> str | None:
@@ -130,12 +148,12 @@ class LiveRun:
     session: str | None
     detached: bool
     persist: bool
-    handle: Any  # chainreact.agent.AgentRun, or a runs_chains.ChainRun
+    handle: RunHandle
     kind: str = "agent"  # agent | chain
     log_events: bool = True  # (when persisted) events in the store's event log
     last_id: int = 0  # the last event id written to the store
     status: str = "running"
-    result: Any = None  # the RunResult once ended
+    result: RunResult | ChainResult | None = None  # once ended
     error: str | None = None
     task: asyncio.Task[None] | None = None
     created_at: float = field(default_factory=time.time)
@@ -263,7 +281,7 @@ class RunRegistry:
         if listen:
             live.listeners.append(asyncio.Queue())
         self.live[live.run_id] = live
-        writer = EventWriter(self.store, live) if live.persist and live.log_events else None
+        writer = EventWriter(self.db, live) if live.persist and live.log_events else None
         fan_out = functools.partial(fan_out_event, live.listeners, writer, keep)
         forward = getattr(live.handle, "forward", None)
         if forward is not None:

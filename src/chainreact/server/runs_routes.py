@@ -98,8 +98,12 @@ def _allowed(request: Request, permission: str, target: str | None) -> bool:
     return key is None or key.allows(permission, target)
 
 
-def _start_request(raw: bytes) -> tuple[dict[str, Any], tuple[bool, bool], list[dict[str, Any]]] | Response:
-    """A start request's body, its (stream, detached) flags and its new messages, or the 400 to answer."""
+_Start = tuple[tuple[bool, bool], list[dict[str, Any]], str | None]
+
+
+def _start_request(raw: bytes, sessions: bool) -> _Start | Response:
+    """A start request's (stream, detached) flags, its new messages and its session (`sessions`: whether
+    the server keeps them), or the 400 to answer."""
     body = _json_body(raw)
     if isinstance(body, Response):
         return body
@@ -109,7 +113,14 @@ def _start_request(raw: bytes) -> tuple[dict[str, Any], tuple[bool, bool], list[
     msgs = _messages(body)
     if isinstance(msgs, Response):
         return msgs
-    return body, flags, msgs
+    session = body.get("session")
+    if session is not None and (not isinstance(session, str) or not session or len(session) > MAX_KEY
+                                or not session.isprintable()):
+        return _err(400, f"'session' must be printable text of 1 to {MAX_KEY} characters", "invalid_body")
+    if session is not None and not sessions:
+        return _err(400, "sessions need a state store: start the server with --state URL",
+                    "sessions_disabled")
+    return flags, msgs, session
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -179,19 +190,16 @@ def routes(ctx: ServerContext) -> list[Route]:
         entry = catalog.entries.get(ident)
         if entry is None or entry.kind != "agent":
             return _err(404, f"no agent with id {ident!r}; GET /v1/models lists what is served", "not_found")
-        parsed = _start_request(request.state.body)
+        parsed = _start_request(request.state.body, registry.sessions)
         if isinstance(parsed, Response):
             return parsed
-        body, flags, msgs = parsed
-        session = _session(body)
-        if isinstance(session, Response):
-            return session
+        flags, msgs, session = parsed
         shown, session = session, agent_session(ident, session)
         if refused := await ctx.owners.check(request, session, f"{shown}", write=True):
             return refused.plain()
         data = await session_input(registry, session, msgs)
         try:
-            live = registry.start_agent(entry.obj, ident, data, session=session, detached=flags[1])
+            live = registry.start_agent(entry.agent, ident, data, session=session, detached=flags[1])
         except RegistryClosed:
             return unavailable()
         return await answer(request, live, *flags)
@@ -202,13 +210,10 @@ def routes(ctx: ServerContext) -> list[Route]:
         entry = catalog.entries.get(ident)
         if entry is None or entry.kind != "chain" or catalog.engine is None:
             return _err(404, f"no rule chain with id {ident!r}; GET /api/v1/rules lists them", "not_found")
-        parsed = _start_request(request.state.body)
+        parsed = _start_request(request.state.body, registry.sessions)
         if isinstance(parsed, Response):
             return parsed
-        body, flags, msgs = parsed
-        session = _session(body)
-        if isinstance(session, Response):
-            return session
+        flags, msgs, session = parsed
         if session is not None and registry.dispatcher is not None \
                 and registry.dispatcher.serves("chain", ident):
             return _err(400, "durable chain runs (serve --temporal) keep no sessions", "sessions_disabled")
@@ -224,16 +229,6 @@ def routes(ctx: ServerContext) -> list[Route]:
         except RegistryClosed:
             return unavailable()
         return await answer(request, live, *flags)
-
-    def _session(body: dict[str, Any]) -> str | Response | None:
-        session = body.get("session")
-        if session is not None and (not isinstance(session, str) or not session or len(session) > MAX_KEY
-                                    or not session.isprintable()):
-            return _err(400, f"'session' must be printable text of 1 to {MAX_KEY} characters", "invalid_body")
-        if session is not None and not registry.sessions:
-            return _err(400, "sessions need a state store: start the server with --state URL",
-                        "sessions_disabled")
-        return session
 
     async def find(request: Request, permission: str) -> dict[str, Any] | Response:
         run_id = request.path_params["run_id"]
@@ -338,7 +333,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             return _err(409, f"run {view['id']!r} belongs to {view['kind']} {view['target']!r}, which this "
                              "server does not serve as an agent", "agent_not_served")
         try:
-            live = await registry.resume_agent(entry.obj, entry.id, view["id"], answers, detached=flags[1])
+            live = await registry.resume_agent(entry.agent, entry.id, view["id"], answers, detached=flags[1])
         except RegistryClosed:
             return unavailable()
         except RunNotFoundError as e:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,6 +29,9 @@ from starlette.responses import JSONResponse, Response
 from .openai_api import error
 from .owners import SessionOwners, chain_key
 from .runs_registry import RunRegistry
+
+if TYPE_CHECKING:
+    from ..chains.engine import RuleEngine
 
 MAX_KEY = 200
 
@@ -58,7 +61,7 @@ def merge_history(history: list[Any], messages: list[dict[str, Any]]) -> list[di
     return [*system, *(m.to_openai() for m in history), *unsent_part(history, rest)]
 
 
-def wire_chain_sessions(registry: RunRegistry | None, engine: Any) -> None:
+def wire_chain_sessions(registry: RunRegistry | None, engine: RuleEngine | None) -> None:
     """Make the server's state store the chain engine's session store (when the server has sessions), so
     chains' agent nodes keep their conversations there, across restarts."""
     if registry is None or not registry.sessions or registry.store is None or engine is None:
@@ -68,7 +71,8 @@ def wire_chain_sessions(registry: RunRegistry | None, engine: Any) -> None:
 
 
 async def chain_session(request: Request, body: dict[str, Any], registry: RunRegistry | None,
-                        engine: Any, owners: SessionOwners, chain_id: str) -> dict[str, str] | Response:
+                        engine: RuleEngine | None, owners: SessionOwners,
+                        chain_id: str) -> dict[str, str] | Response:
     """The message metadata that puts a chat request to chain `chain_id` in its session (none without a
     key or without sessions), or the 400 saying why the key is refused (404: another user's session)."""
     key = session_key(request, body)
