@@ -132,11 +132,14 @@ def test_validate_parses_each_tool_as_a_run_would_without_running_anything(tmp_p
     assert "Traceback" not in r.stderr
 
 
-def test_validate_warns_on_unknown_fields_but_passes(tmp_path: Path) -> None:
+def test_validate_unknown_fields_are_errors_unless_lenient(tmp_path: Path) -> None:
     doc = tmp_path / "a.json"
     doc.write_text(json.dumps({"systemPrompt": "x", "futureField": 1}))
     r = cli("validate", str(doc))
-    assert r.returncode == 0
+    assert r.returncode == 1
+    assert r.stderr == f"{doc}: $.futureField: unknown field\n"
+    r = cli("validate", "--lenient", str(doc))
+    assert r.returncode == 0, r.stderr
     assert "warning:" in r.stderr and "$.futureField" in r.stderr
 
 
@@ -498,7 +501,7 @@ def test_library_warnings_go_through_the_cli_output_once(calc_agent: Path) -> No
 
     fail = {"status": 500, "message": "boom", "headers": {"Retry-After": "0"}}
     with FakeLLM([fail, {"text": "ok"}]) as srv:
-        doc = write_agent(calc_agent, srv.url, futureField=1,
+        doc = write_agent(calc_agent, srv.url, futureField=1, unknownFields="warn",
                           systemPrompt="${global.who} and ${global.who}")
         r = run_cli(calc_agent, "run", str(doc), "hi")
     assert r.returncode == 0, r.stderr

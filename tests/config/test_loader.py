@@ -67,16 +67,36 @@ def test_yaml_node_document(tmp_path: Path) -> None:
     assert (doc.id, doc.name, doc.config.model, doc.config.tools) == ("n1", "Y", "m", ["bash"])
 
 
-def test_unknown_fields_warn_with_their_paths() -> None:
+_FOREIGN = {"id": "x", "type": "ai/agent", "configuration": {
+    "model": "m", "futureThing": 1, "maxSteps": 3, "params": {"temprature": 0.1},
+    "tools": [{"type": "builtin", "name": "bash", "sandbox": True}]}, "extra": 1}
+
+
+def test_unknown_fields_are_errors_with_their_paths_and_the_closest_field() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_document(_FOREIGN)
+    assert e.value.errors == [
+        ("$.configuration.futureThing", "unknown field"),
+        ("$.configuration.maxSteps", "unknown field (did you mean 'maxStep'?)"),
+        ("$.configuration.params.temprature", "unknown field (did you mean 'temperature'?)"),
+        ("$.configuration.tools[0].sandbox", "unknown field"),
+        ("$.extra", "unknown field"),
+    ]
+    assert "unknownFields" in str(e.value)  # the way out, for documents that carry foreign fields
+
+
+@pytest.mark.parametrize("how", ["loader", "document"])
+def test_lenient_unknown_fields_warn_with_their_paths(how: str) -> None:
+    data = json.loads(json.dumps(_FOREIGN))
+    if how == "document":
+        data["configuration"]["unknownFields"] = "warn"
     with pytest.warns(UnknownFieldWarning) as rec:
-        doc = load_document({"id": "x", "type": "ai/agent", "configuration": {
-            "model": "m", "futureThing": 1, "params": {"topK": 5},
-            "tools": [{"type": "builtin", "name": "bash", "sandbox": True}]}, "extra": 1})
+        doc = load_document(data, lenient=how == "loader")
     msg = str(rec[0].message)
-    for path in ("$.configuration.futureThing", "$.configuration.params.topK",
+    for path in ("$.configuration.futureThing", "$.configuration.params.temprature",
                  "$.configuration.tools[0].sandbox", "$.extra"):
         assert path in msg
-    assert doc.config.model == "m"
+    assert doc.config.model == "m" and doc.config.maxStep == 50
 
 
 def test_errors_name_file_path_and_expectation(tmp_path: Path) -> None:

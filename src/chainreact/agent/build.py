@@ -47,7 +47,7 @@ class AgentRegistry:
             for p in sorted(d.glob("*")):
                 if p.suffix in (".json", ".yaml", ".yml") and p.is_file():
                     try:
-                        doc = load_document(p)
+                        doc = load_document(p, lenient=True)  # only its id is read here
                     except ConfigError:
                         continue
                     if doc.id == target_id:
@@ -256,7 +256,7 @@ def _agent_targets(found: Any) -> list[str]:
     cfg: Any
     if isinstance(found, str | Path | Mapping):
         try:
-            cfg = load_document(dict(found) if isinstance(found, Mapping) else found).config
+            cfg = load_document(dict(found) if isinstance(found, Mapping) else found, lenient=True).config
         except ConfigError:
             return []  # reported when that agent itself is built
     elif isinstance(found, AgentDocument):
@@ -292,3 +292,27 @@ def check_sub_agents(owner_id: str, target_id: str, registry: AgentRegistry, whe
                 walk((*chain, nxt))
 
     walk((owner_id, target_id))
+
+
+def sub_agent_problems(doc: Any) -> list[tuple[str, str]]:
+    """(JSON path, message) for each `agent` tool of a loaded document (config.AgentDocument) that its run
+    would refuse: a target no document beside it has, or one that leads back to the agent itself (or
+    nests deeper than MAX_AGENT_DEPTH). The agent registry is the document's folder, as in
+    Agent.from_config; a targetId holding `${...}` is left to the run."""
+    registry = AgentRegistry(dirs=[doc.base_dir])
+    owner = doc.id or doc.name
+    problems: list[tuple[str, str]] = []
+    for i, t in enumerate(doc.config.tools):
+        if not isinstance(t, ToolDescriptor) or t.type != "agent" or not t.targetId or "${" in t.targetId:
+            continue
+        at = f"{doc.json_prefix}.tools[{i}].targetId"
+        if registry.find(t.targetId) is None:
+            known = ", ".join(registry.ids()) or "none"
+            problems.append((at, f"no agent document with id {t.targetId!r} in {doc.base_dir} "
+                                 f"(a file {t.targetId}.json/.yaml or a node with that id; found: {known})"))
+            continue
+        try:
+            check_sub_agents(owner, t.targetId, registry, at)
+        except ConfigError as e:
+            problems.append((at, str(e).removeprefix(f"{at}: ")))
+    return problems

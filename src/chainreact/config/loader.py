@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
@@ -58,10 +59,12 @@ def _json_path(loc: tuple[Any, ...], prefix: str) -> str:
     return out
 
 
-def _collect_unknown(model: BaseModel, path: str, out: list[str]) -> None:
+def _collect_unknown(model: BaseModel, path: str, out: list[tuple[str, str]]) -> None:
+    """(JSON path, "unknown field (did you mean 'x'?)") for each key no model knows, removed from the
+    models so nothing downstream sees it."""
     if model.model_extra:
-        out.extend(f"{path}.{k}" for k in model.model_extra)
         for k in list(model.model_extra):
+            out.append((f"{path}.{k}", unknown_field_message(k, type(model).model_fields)))
             del model.model_extra[k]
     for name in type(model).model_fields:
         value = getattr(model, name)
@@ -71,6 +74,14 @@ def _collect_unknown(model: BaseModel, path: str, out: list[str]) -> None:
             for i, item in enumerate(value):
                 if isinstance(item, BaseModel):
                     _collect_unknown(item, f"{path}.{name}[{i}]", out)
+
+
+def unknown_field_message(key: str, known: Iterable[str]) -> str:
+    """"unknown field", with the closest known name when one is close (`maxSteps`: did you mean 'maxStep'?)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
 def parse_text(text: str, source: str | None = None) -> Any:
@@ -131,12 +142,16 @@ def read_document(src: str | Path, *, source: str | None = None) -> tuple[Any, s
     return parse_text(text_src, source), source
 
 
-def load_document(src: str | Path | dict[str, Any], *, source: str | None = None) -> AgentDocument:
+def load_document(src: str | Path | dict[str, Any], *, source: str | None = None,
+                  lenient: bool = False) -> AgentDocument:
     """Load an agent document: a bare agent configuration or an `ai/agent` rule-chain node. Rule chains,
     flows and other JSON (a package.json) are refused (see kinds.detect_document_kind).
 
     `src` is a path, a dict, or JSON/YAML text (when it is not an existing path and looks like a document).
-    Raises ConfigError listing every problem as `file: $.json.path: message`.
+    Raises ConfigError listing every problem as `file: $.json.path: message`. A field no model knows is
+    one of them (`$.maxSteps: unknown field (did you mean 'maxStep'?)`), unless `lenient=True` or the
+    document says `"unknownFields": "warn"`: then they are ignored with one UnknownFieldWarning naming them
+    (for documents written for another tool or a newer version that carry foreign fields).
     """
     data: Any
     if isinstance(src, dict):
@@ -163,43 +178,53 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
     try:
         config = AgentConfig.model_validate(body)
     except ValidationError as e:
-        errors = []
-        for err in e.errors():
-            path = _json_path(err["loc"], prefix)
-            msg = err["msg"]
-            if "input" in err and err["type"] not in ("missing",):
-                msg += f" (got {err['input']!r:.80})"
-            errors.append((path, msg))
-        # Union branches repeat the same path; keep the first message per path, and drop a path's
-        # error when a deeper one explains it ("tools[1]: not a string" beside "tools[1].type: ...").
-        seen: dict[str, str] = {}
-        for path, msg in errors:
-            if not any(p != path and p.startswith((path + ".", path + "[")) for p, _ in errors):
-                seen.setdefault(path, msg)
-        lines = "\n".join(f"  {where}: {p}: {m}" for p, m in seen.items())
-        raise ConfigError(
-            f"{where}: invalid agent configuration ({len(seen)} error(s)):\n{lines}",
-            source=source,
-            errors=list(seen.items()),
-        ) from None
-    unknown: list[str] = []
+        _raise_invalid(e, prefix, source)
+    unknown: list[tuple[str, str]] = []
     _collect_unknown(config, prefix, unknown)
     if is_node:
-        known_node = {"id", "type", "name", "configuration", "debugMode", "additionalInfo"}
-        unknown.extend(f"$.{k}" for k in data if k not in known_node)
+        known_node = ("id", "type", "name", "configuration", "debugMode", "additionalInfo")
+        unknown.extend((f"$.{k}", unknown_field_message(k, known_node)) for k in data if k not in known_node)
+    if unknown and not (lenient or config.unknownFields == "warn"):
+        lines = "\n".join(f"  {where}: {p}: {m}" for p, m in unknown)
+        raise ConfigError(
+            f"{where}: {len(unknown)} unknown field(s) (a document that carries foreign fields on purpose "
+            f"says \"unknownFields\": \"warn\"; `chainreact validate --lenient`):\n{lines}",
+            source=source, errors=unknown)
     if unknown:
-        warnings.warn(
-            f"{where}: unknown field(s) ignored: {', '.join(unknown)}", UnknownFieldWarning, stacklevel=2
-        )
+        warnings.warn(f"{where}: unknown field(s) ignored: {', '.join(p for p, _ in unknown)}",
+                      UnknownFieldWarning, stacklevel=2)
     name = config.name or (str(data.get("name") or "") if is_node else "") or "agent"
     return AgentDocument(
         config=config,
         id=str(data.get("id") or "") if is_node else "",
         name=name,
         source=source,
-        unknown_fields=unknown,
+        unknown_fields=[p for p, _ in unknown],
         json_prefix=prefix,
     )
+
+
+def _raise_invalid(e: ValidationError, prefix: str, source: str | None) -> NoReturn:
+    where = source or "<document>"
+    errors = []
+    for err in e.errors():
+        path = _json_path(err["loc"], prefix)
+        msg = err["msg"]
+        if "input" in err and err["type"] not in ("missing",):
+            msg += f" (got {err['input']!r:.80})"
+        errors.append((path, msg))
+    # Union branches repeat the same path; keep the first message per path, and drop a path's
+    # error when a deeper one explains it ("tools[1]: not a string" beside "tools[1].type: ...").
+    seen: dict[str, str] = {}
+    for path, msg in errors:
+        if not any(p != path and p.startswith((path + ".", path + "[")) for p, _ in errors):
+            seen.setdefault(path, msg)
+    lines = "\n".join(f"  {where}: {p}: {m}" for p, m in seen.items())
+    raise ConfigError(
+        f"{where}: invalid agent configuration ({len(seen)} error(s)):\n{lines}",
+        source=source,
+        errors=list(seen.items()),
+    ) from None
 
 
 def json_schema() -> dict[str, Any]:

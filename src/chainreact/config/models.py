@@ -4,8 +4,8 @@ Field names, types and defaults are those of the `ai/agent` rule-chain node (doc
 Names stay camelCase on the wire and in Python (`cfg.maxStep`) so a document and the code read the same.
 Fields that chainreact adds beyond that document are marked "chainreact extension" in their description.
 
-Unknown fields are kept out of the models but reported as warnings by the loader (forward compatibility:
-a document written for a newer version still loads).
+Unknown fields are kept out of the models and reported by the loader: errors naming the closest field
+(`maxSteps`: did you mean 'maxStep'?), or warnings for a document that says `"unknownFields": "warn"`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def is_local_url(url: str | None) -> bool:
 
 
 class _Model(BaseModel):
-    # extra="allow" so the loader can find unknown keys (model_extra) and warn instead of failing.
+    # extra="allow" so the loader can find unknown keys (model_extra) and report them all, with did-you-mean.
     model_config = ConfigDict(extra="allow", populate_by_name=True, validate_default=False)
 
 
@@ -162,6 +162,12 @@ class AgentConfig(_Model):
         description="chainreact extension: most HTTP connections (requests in flight) to each model endpoint "
         "at once in this process; more requests wait for a free one. 0 = the default: 1000, or half the "
         "process's open-file limit (ulimit -n) when that is lower.",
+    )
+    unknownFields: Literal["error", "warn"] = Field(
+        "error",
+        description="chainreact extension: what a field no model knows is when the document is loaded: an "
+        "error naming the closest field (error), or ignored with a warning (warn: for documents that carry "
+        "another tool's fields on purpose). Inside a rule chain an ai/agent node is always lenient.",
     )
 
     @field_validator(*ZERO_MEANS_DEFAULT)
