@@ -3,7 +3,7 @@
 from .agent import Agent
 from .answer_format import AnswerFormat, AnswerFormatError, answer_format
 from .as_tool import AgentTool
-from .build import AgentRegistry
+from .build import AgentRegistry, sub_agent_problems
 from .cancel import CancelHandle, CancelMode
 from .gc_load import gc_tuning, runs_in_flight
 from .interrupt import Checkpoint, Interruption, Question, Resume, ToolInterrupt
@@ -21,4 +21,5 @@ __all__ = [
     "Interruption", "Limits", "Middleware", "Question", "Resume", "RunOptions", "RunPlan", "RunResult",
     "RunState", "StreamingFunctionTool", "ToolCallInfo", "ToolInterrupt", "ToolSearchTool", "answer_format",
     "external_tools", "gc_tuning", "pending_external", "runs_in_flight", "streaming_tool",
+    "sub_agent_problems",
 ]

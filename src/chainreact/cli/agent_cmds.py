@@ -41,7 +41,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for path in args.config:
         try:
-            line = _validate_one(path)
+            line = _validate_one(path, lenient=getattr(args, "lenient", False))
         except ConfigError as e:
             status = EXIT_FAIL
             if e.errors:
@@ -55,11 +55,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
-def _validate_one(path: str) -> str:
+def _validate_one(path: str, *, lenient: bool = False) -> str:
+    """An agent document: its shape and fields (unknown ones are errors unless lenient), its tools, its
+    `${...}` templates and includes, and its `agent` tools' targets, all reported at once."""
     import warnings
 
-    from ..config import UnknownFieldWarning, detect_document_kind, load_document
+    from ..agent import sub_agent_problems
+    from ..config import UnknownFieldWarning, detect_document_kind, load_document, template_problems
     from ..config.loader import read_document
+    from ..errors import ConfigError
+    from ..tools.check import descriptor_problems
 
     data, source = read_document(path)
     kind = detect_document_kind(data, source=source)
@@ -67,18 +72,17 @@ def _validate_one(path: str) -> str:
         return _validate_wing(kind, data, source)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnknownFieldWarning)
-        doc = load_document(data, source=source)
+        doc = load_document(data, source=source, lenient=lenient)
     for w in caught:
         if issubclass(w.category, UnknownFieldWarning):
             print(f"warning: {w.message}", file=sys.stderr)
     cfg = doc.config
-    from ..errors import ConfigError
-    from ..tools.check import descriptor_problems
-
-    problems = descriptor_problems(cfg.tools, "$.configuration.tools")
+    body = data["configuration"] if doc.json_prefix != "$" else data
+    problems = [*descriptor_problems(cfg.tools, f"{doc.json_prefix}.tools"),
+                *template_problems(body, doc.json_prefix, doc.base_dir),
+                *sub_agent_problems(doc)]
     if problems:
-        raise ConfigError(f"{source}: {len(problems)} problem(s) in the tools", source=source,
-                          errors=problems)
+        raise ConfigError(f"{source}: {len(problems)} problem(s)", source=source, errors=problems)
     target = cfg.url or "the embedded local model"
     return f"agent {doc.name!r}, {len(cfg.tools)} tool(s), model endpoint: {target}"
 
@@ -304,6 +308,9 @@ def register(add: AddCommand) -> None:
 
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
     p.add_argument("config", nargs="+", help="agent document(s)")
+    p.add_argument("--lenient", action="store_true",
+                   help="unknown fields of agent documents are warnings, not errors (documents that carry "
+                   "another tool's fields; a document can say so itself: \"unknownFields\": \"warn\")")
 
     p = add("schema", cmd_schema,
             "print the JSON Schema of agent documents, or with --flow of flow documents (for editors)")

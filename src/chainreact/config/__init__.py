@@ -1,6 +1,7 @@
 """Agent configuration documents: typed models, the JSON/YAML loader, and the one path from a document to
 the runtime configuration (`resolve_agent_config`)."""
 
+from .checks import template_problems
 from .globals import build_globals, parse_global
 from .kinds import DocumentKind, detect_document_kind
 from .loader import AgentDocument, UnknownFieldWarning, json_schema, load_document, parse_text
@@ -46,5 +47,6 @@ __all__ = [
     "render_run_texts",
     "resolve_agent_config",
     "template_context",
+    "template_problems",
     "uses_embedded_model",
 ]
