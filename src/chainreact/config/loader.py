@@ -77,7 +77,7 @@ def _collect_unknown(model: BaseModel, path: str, out: list[tuple[str, str]]) ->
 
 
 def unknown_field_message(key: str, known: Iterable[str]) -> str:
-    """"unknown field", with the closest known name when one is close (`maxSteps`: did you mean 'maxStep'?)."""
+    """"unknown field", with the closest known name if one is close (`maxSteps`: did you mean 'maxStep'?)."""
     import difflib
 
     close = difflib.get_close_matches(key, list(known), n=1)
