@@ -167,16 +167,3 @@ def test_every_shipped_document_validates(path: Path) -> None:
     r = cli("validate", str(path.relative_to(ROOT)))
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr
-
-
-# ------------------------------------------------------------------ a flow node given alone
-
-
-@pytest.mark.parametrize("command", [("validate",), ("run",)])
-def test_a_flow_node_given_alone_says_what_to_do(command: tuple[str, ...]) -> None:
-    node = "tests/flows/data/spec_example_node.json"
-    r = cli(*command, node, *(["hi"] if command == ("run",) else []))
-    assert r.returncode == 1
-    assert "one node of a flow (type 'aiagent'), not a whole document" in r.stderr
-    assert '{"nodes": [' in r.stderr and "chainreact chat" in r.stderr
-    assert "unknown field" not in r.stderr and "Traceback" not in r.stderr
