@@ -62,7 +62,7 @@ class AgentRegistry:
             for p in sorted(d.glob("*")):
                 if p.suffix in (".json", ".yaml", ".yml") and p.is_file():
                     try:
-                        doc = load_document(p)
+                        doc = load_document(p, lenient=True)  # a typo in it is reported when it is built
                     except ConfigError:
                         continue  # not an agent document (or a broken one: `validate` names it)
                     ids.update(i for i in (p.stem, doc.id) if i)
