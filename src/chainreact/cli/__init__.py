@@ -4,7 +4,8 @@ Only argparse and the standard library are imported at module level, so `chainre
 every command imports what it needs inside its function. One module per family of commands, each with a
 `register(add)` function; `COMMAND_MODULES` lists them in the order `--help` shows them.
 
-Exit codes: 0 ok, 1 invalid document or failed run, 2 usage error, 130 interrupted. Errors print
+Exit codes: 0 ok, 1 invalid document or failed run, 2 usage error, 3 the run waits for an answer, 4 an
+empty answer, 5 no worker took a durable run within --wait, 130 interrupted (docs/cli.md). Errors print
 `error: <message>` to stderr; `--debug` adds the traceback.
 """
 
