@@ -33,9 +33,10 @@ $(VENV)/.stamp-dev-$(PYPROJECT_HASH): | $(BIN)/python
 install: $(VENV)/.stamp-local-$(PYPROJECT_HASH)
 install-dev: $(VENV)/.stamp-dev-$(PYPROJECT_HASH)
 
-## demo: install (with the embedded model) and run the demo agent, streaming
+## demo: install (with the embedded model) and run the demo agent on it, streaming (OPENAI_BASE_URL and
+## OPENAI_API_KEY, which would send it elsewhere, are left out: the demo shows the embedded model)
 demo: install
-	$(BIN)/chainreact run examples/demo-agent.json "$(DEMO_TASK)" --stream
+	env -u OPENAI_BASE_URL -u OPENAI_API_KEY $(BIN)/chainreact run examples/demo-agent.json "$(DEMO_TASK)" --stream
 
 ## test: install (dev + local + mcp + server extras) and run the whole test suite
 test: install-dev

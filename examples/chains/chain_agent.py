@@ -1,12 +1,15 @@
 """The agent as a node of a rule chain, streaming, with another chain as its tool.
 
 The scripted fake model (chainreact.testing.FakeLLM) asks for the `check_reading` tool (the `alarm`
-chain), then answers; frames arrive on the Stream relation in order, then Success."""
+chain), then answers; frames arrive on the Stream relation in order, then Success. assistant.json names
+no endpoint: it goes where OPENAI_BASE_URL / OPENAI_API_KEY point (here the fake model; unset, the
+embedded model), with the model OPENAI_DEFAULT_MODEL names (else gpt-4o-mini)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 from chainreact.chains import RuleEngine, RuleMsg
@@ -33,7 +36,10 @@ def show(frame: RuleMsg) -> None:
 
 async def main() -> None:
     async with FakeLLM(SCRIPT) as srv:
-        engine = RuleEngine(properties={"url": srv.url})
+        # what a user does in the shell: export OPENAI_BASE_URL=... OPENAI_API_KEY=...
+        os.environ.update(OPENAI_BASE_URL=srv.url, OPENAI_API_KEY="sk-example",
+                          OPENAI_DEFAULT_MODEL="fake-model")
+        engine = RuleEngine()
         engine.load(HERE / "alarm.json")
         engine.load(HERE / "assistant.json")
         msg = RuleMsg(type="CHAT", data="Is 71 degrees ok in the lab?", data_type="TEXT",

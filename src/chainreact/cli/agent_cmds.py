@@ -136,12 +136,16 @@ def _stop_local_if_started() -> None:
 def resolve_document(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The document of `run`/`complete` with its templates rendered (the one path: config.resolve), and
     the globals; says once on stderr when the run will use the embedded local model."""
-    from ..config import resolve_agent_config, uses_embedded_model
+    from ..config import as_document, env_endpoint, resolve_agent_config, uses_embedded_model
 
     globals_ = build_globals(args.globals, args.globals_file)
-    doc = resolve_agent_config(args.config, globals_)
+    raw = as_document(args.config)
+    doc = resolve_agent_config(raw, globals_)
     if uses_embedded_model(doc.config):
         write(f"note: {args.config}: no url (or url 'local'): using the embedded local model\n", sys.stderr)
+    elif not raw.config.url.strip() and env_endpoint() is not None:
+        write(f"note: {args.config}: no url: using {doc.config.url} (OPENAI_BASE_URL / OPENAI_API_KEY), "
+              f"model {doc.config.model}\n", sys.stderr)
     return doc, globals_
 
 

@@ -2,6 +2,7 @@
 the runtime configuration (`resolve_agent_config`)."""
 
 from .checks import template_problems
+from .endpoint import env_api_key, env_endpoint, with_default_endpoint
 from .globals import build_globals, parse_global
 from .kinds import DocumentKind, detect_document_kind
 from .loader import AgentDocument, UnknownFieldWarning, json_schema, load_document, parse_text
@@ -39,6 +40,8 @@ __all__ = [
     "as_document",
     "build_globals",
     "detect_document_kind",
+    "env_api_key",
+    "env_endpoint",
     "is_local_url",
     "json_schema",
     "load_document",
@@ -49,4 +52,5 @@ __all__ = [
     "template_context",
     "template_problems",
     "uses_embedded_model",
+    "with_default_endpoint",
 ]

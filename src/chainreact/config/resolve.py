@@ -11,8 +11,10 @@ document means the same thing whichever way it is run:
 - `systemPrompt`, `messages` and tool descriptors are left as they are: they may read `metadata` and
   session values, so the agent renders them per run (`render_run_texts` does it for a one-off call).
 
-The embedded local model is used when `url` is absent or "local" (after rendering); the resolved document
-says so (`uses_embedded_model`), and the CLI prints it once.
+A document whose `url` is absent takes the endpoint of `OPENAI_BASE_URL` / `OPENAI_API_KEY` when they are
+set (config/endpoint.py); the embedded local model is used when `url` is "local", or absent with neither
+variable set (after rendering); the resolved document says so (`uses_embedded_model`), and the CLI prints
+it once.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+from .endpoint import with_default_endpoint
 from .loader import AgentDocument, _json_path, load_document
 from .models import AgentConfig, FailoverEndpoint, ModelParams, is_local_url
 
@@ -86,7 +89,7 @@ def resolve_agent_config(src: DocumentSource, globals: Mapping[str, Any] | None 
     failover = [r.failover(fo, i) for i, fo in enumerate(cfg.failover)]
     if any(a is not b for a, b in zip(failover, cfg.failover, strict=True)):
         update["failover"] = failover
-    new_cfg = cfg.model_copy(update=update) if update else cfg
+    new_cfg = with_default_endpoint(cfg.model_copy(update=update) if update else cfg)
     resolved = dataclasses.replace(doc, config=new_cfg, resolved=True)
     if uses_embedded_model(resolved.config):
         log.info("%s: no url (or url 'local'): using the embedded local model", doc.source or "agent")

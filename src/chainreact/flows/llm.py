@@ -1,7 +1,9 @@
 """From an `aiagent` node's `aiModel`/`llmConfig` to the agent's model settings (chainreact.config).
 
 - the base URL: `llmConfig.url` (chainreact extension, any OpenAI-compatible endpoint) else the
-  `provider`'s URL from PROVIDERS, else OpenAI's; `local` is the embedded model;
+  `provider`'s URL from PROVIDERS, else OpenAI's; `local` is the embedded model; `provider: openai` (the
+  default) reads the openai SDK's environment: `OPENAI_BASE_URL` for the URL and `OPENAI_API_KEY` for the
+  key, when the node gives neither (config/endpoint.py);
 - the model: `overrideParams.model`, else `aiModel`;
 - `overrideParams` onto ModelParams (temperature, topP, maxTokens, stop, penalties); the fields ModelParams
   has no slot for go out as extra request fields: `n`, `echo`, `logit_bias`, `logprobs` N as
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config import env_api_key, env_endpoint
 from .model import AIAgentNode
 
 PROVIDERS: dict[str, str] = {
@@ -40,8 +43,21 @@ def base_url(node: AIAgentNode) -> str | None:
     cfg = node.llmConfig
     if cfg is not None and cfg.url:
         return cfg.url
-    provider = (cfg.provider if cfg is not None else None) or "openai"
-    return PROVIDERS.get(provider.lower()) or None
+    provider = ((cfg.provider if cfg is not None else None) or "openai").lower()
+    if provider == "openai":
+        ep = env_endpoint()
+        if ep is not None:
+            return ep.url
+    return PROVIDERS.get(provider) or None
+
+
+def api_key(node: AIAgentNode) -> str:
+    """The node's `apiKey`, else `OPENAI_API_KEY` for `provider: openai` (the default)."""
+    cfg = node.llmConfig
+    if cfg is not None and cfg.apiKey:
+        return cfg.apiKey
+    provider = ((cfg.provider if cfg is not None else None) or "openai").lower()
+    return env_api_key() if provider == "openai" and not (cfg is not None and cfg.url) else ""
 
 
 def model_params(node: AIAgentNode) -> dict[str, Any]:
@@ -92,8 +108,8 @@ def agent_config(node: AIAgentNode, *, system_prompt: str) -> dict[str, Any]:
     params["jsonSchema"] = {"name": "output", "schema": schema}
     return {
         "name": node.name,
-        "url": "" if url == "local" else url,
-        "key": (node.llmConfig.apiKey if node.llmConfig is not None else None) or "",
+        "url": url,  # "local": the embedded model, whatever the environment says
+        "key": api_key(node),
         "model": (o.model if o is not None and o.model else None) or node.aiModel,
         "systemPrompt": system_prompt,
         # maxToolExecutions is counted by tooling.ToolBudget (executions, not steps); the step limit only
@@ -105,4 +121,4 @@ def agent_config(node: AIAgentNode, *, system_prompt: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["PROVIDERS", "agent_config", "base_url", "model_params"]
+__all__ = ["PROVIDERS", "agent_config", "api_key", "base_url", "model_params"]

@@ -17,7 +17,15 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from chainreact.config import AgentConfig, Compat, FailoverEndpoint, ModelParams, Timeouts, is_local_url
+from chainreact.config import (
+    AgentConfig,
+    Compat,
+    FailoverEndpoint,
+    ModelParams,
+    Timeouts,
+    is_local_url,
+    with_default_endpoint,
+)
 from chainreact.errors import ChainreactError, ConfigError, ModelError
 from chainreact.types import (
     REPORTED,
@@ -141,7 +149,9 @@ class ModelClient:
         get_failover_model: Callable[[ModelError], Any] | None = None,
     ) -> ModelClient:
         """Primary endpoint + failover backups, retries, breaker and timeouts from an AgentConfig.
-        `${global.x}` templates in url/key/model must already be rendered."""
+        `${global.x}` templates in url/key/model must already be rendered. A config without `url` takes
+        `OPENAI_BASE_URL` / `OPENAI_API_KEY` when set (config/endpoint.py), else the embedded model."""
+        cfg = with_default_endpoint(cfg)
         primary = EndpointSpec(cfg.url, cfg.key, cfg.model, cfg.params, cfg.compat)
         specs = [primary]
         for fo in cfg.failover:
