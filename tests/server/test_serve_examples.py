@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -22,8 +25,9 @@ def _port() -> int:
 
 def test_serve_examples_folder_as_the_readme_says() -> None:
     port = _port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHAINREACT_"))}
     proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", "examples/", "--port", str(port)],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -35,6 +39,7 @@ def test_serve_examples_folder_as_the_readme_says() -> None:
                 assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
                 time.sleep(0.2)
         assert ready.json()["problems"] == []
+        assert ready.json()["cannot_run"] == []  # assistant names no endpoint: it needs no --global
         models = {m["id"]: m["owned_by"] for m in httpx.get(base + "/v1/models", timeout=10).json()["data"]}
         # The README names demo-adder; the examples' chains and flow are served next to it.
         assert models["demo-adder"] == "chainreact-agent"
@@ -50,3 +55,54 @@ def test_serve_examples_folder_as_the_readme_says() -> None:
         _, err = proc.communicate(timeout=60)
     assert "Traceback" not in err, err
     assert "serving agent 'demo-adder'" in err
+
+
+def _respond(body: dict[str, Any]) -> dict[str, Any]:
+    """The one model every example points at: JSON when the request asks for it (the support flow's
+    nodes), else text."""
+    if body.get("response_format"):
+        return {"text": json.dumps({"response": "Your shoes ship today.", "resolved": False,
+                                    "priority": "low", "score": 5})}
+    return {"text": "An answer from the model."}
+
+
+def test_every_example_served_answers_with_the_openai_variables_set(fake_llm: Any) -> None:
+    """One switch: with OPENAI_BASE_URL / OPENAI_API_KEY at a model (here a FakeLLM), every id that
+    `chainreact serve examples/` lists answers a chat completion, and the key goes with every model call."""
+    llm = fake_llm(_respond)
+    port = _port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHAINREACT_"))}
+    env.update(OPENAI_BASE_URL=llm.url, OPENAI_API_KEY="sk-newcomer")
+    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", "examples/", "--port", str(port),
+                             "--no-watch"], cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
+    base = f"http://127.0.0.1:{port}"
+    answers: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                ready = httpx.get(base + "/readyz", timeout=2).json()
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
+                time.sleep(0.2)
+        assert ready["problems"] == [] and ready["cannot_run"] == []
+        ids = [m["id"] for m in httpx.get(base + "/v1/models", timeout=10).json()["data"]]
+        assert {"demo-adder", "alarm", "assistant", "support"} <= set(ids)
+        for ident in ids:
+            r = httpx.post(base + "/v1/chat/completions", timeout=60, json={
+                "model": ident, "user": "newcomer",
+                "messages": [{"role": "user", "content": "Is 71 degrees too hot?"}]})
+            answers[ident] = (r.status_code, r.json())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    for ident, (status, body) in answers.items():
+        assert status == 200, (ident, body)
+        assert body["choices"][0]["message"]["content"], (ident, body)
+    assert "An answer from the model." in answers["demo-adder"][1]["choices"][0]["message"]["content"]
+    assert "Your shoes ship today." in answers["support"][1]["choices"][0]["message"]["content"]
+    # agents, a chain's agent node and the flow's node (provider: openai) all called the model, with the key
+    assert len(llm.chat_requests) >= 3
+    assert {r.headers.get("authorization") for r in llm.chat_requests} == {"Bearer sk-newcomer"}
+    assert "Traceback" not in err, err

@@ -16,6 +16,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .common import (
     EXIT_FAIL,
@@ -40,11 +41,27 @@ COMMAND_MODULES = ("agent_cmds", "state_cmds", "chain_cmds", "flow_cmds", "chat_
 _PASSTHROUGH = {"fake-llm"}
 
 
+class _Version(argparse.Action):
+    """`chainreact --version`: what `chainreact version` prints, exit 0 (the version is read only then, so
+    `--help` stays fast)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from .misc_cmds import cmd_version
+
+        parser.exit(cmd_version(namespace))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chainreact", description="Declarative ReAct agents: run, validate and serve agent documents."
     )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    parser.add_argument("--version", action=_Version,
+                        help="print the version (as `chainreact version`) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, func: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ import importlib
 import ipaddress
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals
 
@@ -57,10 +57,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if keys is None and not _loopback(args.host):
         print(f"warning: serving on {args.host} without --keys: anyone who reaches this port can run "
               "every agent and chain", file=sys.stderr)
-    for line in catalog.problems:
-        print(f"error: {line}", file=sys.stderr)
     for entry in catalog.entries.values():
         print(f"serving {entry.kind} {entry.id!r} ({entry.source})", file=sys.stderr)
+    for line in catalog.problems:  # one line each: the file, and why it did not load
+        print(f"not loaded: {one_line(line)}", file=sys.stderr)
+    from ..server import cannot_run
+
+    for item in cannot_run(catalog):
+        print(f"cannot run: {item['kind']} {item['id']!r} ({item['source']}): {item['why']}", file=sys.stderr)
     if not catalog.entries:
         print("error: nothing to serve", file=sys.stderr)
         return EXIT_FAIL
@@ -104,8 +108,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
         http=args.http, forwarded_allow_ips=args.forwarded_allow_ips, header_limit=args.header_limit)
     app = create_app(catalog, server_config)
     # SIGTERM/SIGINT begin the runs' grace period; the process exits 0 after a graceful stop.
-    uvicorn_server(app, timeout_graceful_shutdown=max(args.grace, 0.001), on_started=tune_gc).run()
+    server = None
+
+    def started() -> None:
+        say_where(server, args.host, args.port)
+        tune_gc()
+
+    server = uvicorn_server(app, timeout_graceful_shutdown=max(args.grace, 0.001), on_started=started)
+    server.run()
     return EXIT_OK
+
+
+def one_line(text: str) -> str:
+    """A problem's text on one line (a document's errors are one per line)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def say_where(server: Any, host: str, port: int) -> None:
+    """Where the server listens (the port it got: --port 0 takes a free one), on stderr, once it does."""
+    for s in getattr(server, "servers", None) or ():
+        for sock in getattr(s, "sockets", None) or ():
+            port = sock.getsockname()[1]
+            break
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{shown}:{port}/"
+    print(f"listening on {base} (OpenAI base URL {base}v1)", file=sys.stderr)
+    print(f"playground: open {base} in a browser; stop with Ctrl-C", file=sys.stderr, flush=True)
 
 
 def tune_gc() -> None:

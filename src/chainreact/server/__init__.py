@@ -11,5 +11,7 @@ from .auth import KeyStore
 from .background import serve_in_background
 from .catalog import Catalog
 from .config import ServerConfig, ServerOptionError
+from .readiness import cannot_run
 
-__all__ = ["Catalog", "KeyStore", "ServerConfig", "ServerOptionError", "create_app", "serve_in_background"]
+__all__ = ["Catalog", "KeyStore", "ServerConfig", "ServerOptionError", "cannot_run", "create_app",
+           "serve_in_background"]

@@ -59,6 +59,7 @@ from . import (
 from .catalog import Catalog
 from .config import DEFAULT_BODY_LIMIT, ServerConfig, ServerOptionError
 from .context import ServerContext, read_body
+from .readiness import cannot_run
 
 log = logging.getLogger("chainreact.server")
 
@@ -96,10 +97,12 @@ def create_app(catalog: Catalog, config: ServerConfig | None = None, /, **option
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
+        # Ready while it serves; `problems`: files that did not load; `cannot_run`: documents that loaded
+        # but cannot run (readiness.py), each with its id and why.
         kinds = [e.kind for e in catalog.entries.values()]
         return JSONResponse({"status": "ready", "agents": kinds.count("agent"),
                              "chains": kinds.count("chain"), "flows": kinds.count("flow"),
-                             "problems": catalog.problems})
+                             "problems": catalog.problems, "cannot_run": cannot_run(catalog)})
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz)]
     for module in ROUTE_MODULES:
