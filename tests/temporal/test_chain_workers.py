@@ -153,14 +153,17 @@ async def test_worker_killed_while_a_node_streams_live(temporal_server: DevServe
     assert n_requests == 2 and [(e.relation, e.msg.data) for e in ends] == [("Success", text)]
 
 
-def test_worker_arguments_are_told_apart_by_shape(tmp_path: Path) -> None:
-    from chainreact.cli.temporal_chains import split_documents
+def test_worker_arguments_are_read_as_serve_reads_them(tmp_path: Path) -> None:
+    from chainreact.cli.temporal_chains import load_documents
 
     chain = write_chain(tmp_path, "http://127.0.0.1:9")
-    folder = tmp_path / "chains"
+    folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "other.json").write_text(chain.read_text().replace("recorder_chain", "other_chain"))
-    agent = tmp_path / "agent.json"
-    agent.write_text(json.dumps({"id": "a", "type": "ai/agent", "name": "a",
-                                 "configuration": {"url": "http://127.0.0.1:9", "model": "m"}}))
-    assert split_documents([str(agent), str(chain), str(folder)]) == ([str(agent)], [str(chain), str(folder)])
+    agent = {"id": "a", "type": "ai/agent", "name": "a",
+             "configuration": {"url": "http://127.0.0.1:9", "model": "m"}}
+    (folder / "agent.json").write_text(json.dumps(agent))  # an agent in a folder: an agent, not a chain
+    (folder / "package.json").write_text('{"name": "x"}')  # no document of ours: skipped
+    docs = load_documents([str(chain), str(folder)], {}, [], None)
+    assert sorted(docs.chains) == ["other_chain", "recorder_chain"]
+    assert [a.name for a in docs.agents] == ["a"] and docs.flows == []

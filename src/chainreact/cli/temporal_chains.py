@@ -2,6 +2,7 @@
 documents, and `chainreact chain run CHAIN --temporal ...` (cli/chain_cmds.py) running one message durably.
 
     chainreact worker agent.json chain.json chains/ --temporal 127.0.0.1:7233 --task-queue q
+    chainreact worker examples/ --temporal ...     # a folder: its agents, chains and flows, as `serve`
     chainreact chain run chain.json --data '...' --temporal 127.0.0.1:7233 --task-queue q [--json]
     chainreact chain run chain.json --stream --temporal ... --state URL    # frames live, from the store
 """
@@ -9,44 +10,57 @@ documents, and `chainreact chain run CHAIN --temporal ...` (cli/chain_cmds.py) r
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from .common import UsageError, run_with_temporal_client
+from .common import UsageError, run_with_temporal_client, write
 
 
-def split_documents(paths: list[str]) -> tuple[list[str], list[str]]:
-    """(agent documents, chain files or folders) of `chainreact worker`'s arguments, told apart by shape."""
-    from ..config import detect_document_kind
-    from ..config.loader import read_document
+@dataclass
+class WorkerDocuments:
+    """What `chainreact worker` serves: agents, the engine holding the chains (None without chains), flows."""
 
-    agents: list[str] = []
-    chains: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            chains.append(path)  # a folder of chain files, as `chain run --load DIR`
-            continue
-        data, source = read_document(path)
-        kind = detect_document_kind(data, source=source)
-        if kind == "chain":
-            chains.append(path)
-        elif kind == "agent":
-            agents.append(path)
-        else:
-            raise UsageError(f"{path}: a {kind} document: `chainreact worker` serves agents and rule chains")
-    return agents, chains
+    agents: list[Any] = field(default_factory=list)
+    engine: Any = None
+    chains: list[str] = field(default_factory=list)  # the chains' ids
+    flows: list[Any] = field(default_factory=list)
 
 
-def chain_host(chain_paths: list[str], globals_: dict[str, Any], agents: list[Any], store: Any) -> Any:
-    """A ChainHost with the chains loaded (every problem of every file at once) and the agents."""
-    from ..chains import RuleEngine
-    from ..durable import ChainHost
+def load_documents(paths: list[str], globals_: dict[str, Any], load: list[str], store: Any
+                   ) -> WorkerDocuments:
+    """The documents of `chainreact worker`'s arguments, files and folders, read as `chainreact serve`
+    reads them (config.find_documents: told apart by shape, chains first). A named file that does not load
+    is an error; a document in a folder that does not load is reported on stderr and left out, as `serve`
+    does."""
+    from ..chains import agent_from_document
+    from ..config import find_documents
+    from ..errors import ConfigError
 
-    engine = RuleEngine(properties=globals_)
-    for path in chain_paths:
-        engine.load_path(path)
-    return ChainHost(engine, agents, store=store)
+    found = find_documents(paths)
+    out = WorkerDocuments()
+    for doc in found.documents:
+        try:
+            if doc.kind == "chain":
+                if out.engine is None:
+                    from ..chains import RuleEngine
+
+                    out.engine = RuleEngine(properties=globals_)
+                out.chains.append(out.engine.load(doc.path).id)
+            elif doc.kind == "agent":
+                out.agents.append(agent_from_document(doc.path, globals=globals_, load=load,
+                                                      engine=out.engine))
+            else:
+                from ..flows import Flow
+
+                out.flows.append(Flow.load(doc.path, store=store))
+        except ConfigError as e:
+            if not doc.in_folder:
+                raise
+            write(f"not loaded: {doc.path}: {'; '.join(line.strip() for line in str(e).splitlines())}\n",
+                  sys.stderr)
+    return out
 
 
 def run_chain_durable(args: argparse.Namespace, chain_id: str, msg: Any,

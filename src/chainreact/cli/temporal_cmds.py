@@ -74,44 +74,38 @@ async def _worker(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from ..chains import agent_from_document
     from ..durable import AgentHost, FlowHost, connect, durable_worker
-    from .temporal_chains import chain_host, split_documents
+    from .temporal_chains import load_documents
 
     globals_ = build_globals(args.globals, args.globals_file)
-    # Flows first (their turns are workflows too: docs/durable.md, "Chat flows"), then agents and chains.
-    flow_paths = [p for p in args.config if _is_flow(p)]
-    agent_paths, chain_paths = split_documents([p for p in args.config if p not in flow_paths])
-    load = list(getattr(args, "load", None) or ())  # the chains of the agents' rulechain tools
-    agents = [agent_from_document(path, globals=globals_, load=load) for path in agent_paths]
     store = None
     if args.state:
         from ..state import open_store
 
         store = await open_store(args.state)
-    host: Any = AgentHost(agents, store=store)
-    extras: dict[str, Any] = {}
-    if chain_paths:  # a ChainHost: the chains, and the agents
-        from ..durable import chain_worker_extras
-
-        host = chain_host(chain_paths, globals_, agents, store)
-        extras = chain_worker_extras(host)
-    flow_host = None
-    if flow_paths:
-        from ..flows import Flow
-
-        flow_host = FlowHost([Flow.load(p, store=store) for p in flow_paths])
-    client = await connect(_address(args), namespace=args.namespace)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
+        # Files and folders read as `chainreact serve` reads them (config.find_documents): chains, agents
+        # and flows (their turns are workflows too: docs/durable.md, "Chat flows").
+        docs = load_documents(args.config, globals_, list(getattr(args, "load", None) or ()), store)
+        if not (docs.agents or docs.chains or docs.flows):
+            raise UsageError(f"worker: nothing to serve in {' '.join(args.config)}")
+        host: Any = AgentHost(docs.agents, store=store)
+        extras: dict[str, Any] = {}
+        if docs.engine is not None:  # a ChainHost: the chains, and the agents
+            from ..durable import ChainHost, chain_worker_extras
+
+            host = ChainHost(docs.engine, docs.agents, store=store)
+            extras = chain_worker_extras(host)
+        flow_host = FlowHost(docs.flows) if docs.flows else None
+        client = await connect(_address(args), namespace=args.namespace)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
         async with durable_worker(client, args.task_queue, host, flows=flow_host,
                                   max_concurrent_activities=args.max_activities, **extras):
-            chains = sorted(host.engine.chains) if chain_paths else []
             flows = [f"flow {f}" for f in sorted(flow_host.flows)] if flow_host is not None else []
-            names = ", ".join([*sorted(host.agents), *chains, *flows])
+            names = ", ".join([*sorted(host.agents), *sorted(docs.chains), *flows])
             write(f"worker ready: {names} on task queue {args.task_queue!r} at {args.temporal} "
                   f"(pid {os.getpid()})\n", sys.stderr)
             await stop.wait()
@@ -119,17 +113,6 @@ async def _worker(args: argparse.Namespace) -> int:
         if store is not None:
             await store.close()
     return EXIT_OK
-
-
-def _is_flow(path: str) -> bool:
-    from ..config.kinds import detect_document_kind
-    from ..config.loader import read_document
-
-    try:
-        data, source = read_document(path)
-        return detect_document_kind(data, source=source) == "flow"
-    except Exception:
-        return False  # not readable as a document: the agent loader reports it with its own message
 
 
 # -- run --------------------------------------------------------------------------------------------

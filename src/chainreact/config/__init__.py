@@ -2,6 +2,7 @@
 the runtime configuration (`resolve_agent_config`)."""
 
 from .checks import template_problems
+from .documents import FoundDocument, FoundDocuments, find_documents
 from .endpoint import env_api_key, env_endpoint, with_default_endpoint
 from .globals import build_globals, parse_global
 from .kinds import DocumentKind, detect_document_kind
@@ -32,6 +33,8 @@ __all__ = [
     "Compat",
     "DocumentKind",
     "FailoverEndpoint",
+    "FoundDocument",
+    "FoundDocuments",
     "ModelParams",
     "RuleChainNode",
     "Timeouts",
@@ -42,6 +45,7 @@ __all__ = [
     "detect_document_kind",
     "env_api_key",
     "env_endpoint",
+    "find_documents",
     "is_local_url",
     "json_schema",
     "load_document",

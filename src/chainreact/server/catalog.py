@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..config import detect_document_kind
-from ..config.loader import read_document
+from ..config import find_documents
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
     from ..chains.engine import RuleEngine
     from ..flows.engine import Flow
     from .ops_stats import RunObserver
-
-_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 @dataclass(slots=True)
@@ -65,35 +62,14 @@ class Catalog:
     @classmethod
     def load(cls, paths: Iterable[str | Path], *, globals: Mapping[str, Any] | None = None) -> Catalog:
         cat = cls()
-        found: list[tuple[Path, Any, str, bool]] = []
-        for p in paths:
-            path = Path(p)
-            if not path.exists():
-                raise ConfigError(f"{path}: no such file or folder")
-            files = sorted(f for f in path.rglob("*") if f.suffix in _SUFFIXES and f.is_file()) \
-                if path.is_dir() else [path]
-            for f in files:
-                parsed = cat._read(f, quiet=path.is_dir())
-                if parsed is not None:
-                    found.append((f, *parsed, path.is_dir()))
+        # Files and folders told apart by shape, chains first (agents' rulechain tools, the MCP `self`
+        # provider and flows' rulechain nodes use the loaded chains); `chainreact worker` reads them the same.
+        found = find_documents(paths)
+        cat.skipped.extend(found.skipped)
         g = cat.globals = dict(globals or {})
-        # Chains first: agents' rulechain tools, the MCP `self` provider and flows' rulechain nodes use
-        # the loaded chains.
-        order = {"chain": 0, "agent": 1}
-        for f, data, kind, in_folder in sorted(found, key=lambda x: order.get(x[2], 2)):
-            cat._load(f, data, kind, g, quiet=in_folder)
+        for doc in found.documents:
+            cat._load(doc.path, doc.data, doc.kind, g, quiet=doc.in_folder)
         return cat
-
-    def _read(self, path: Path, *, quiet: bool) -> tuple[Any, str] | None:
-        try:
-            data, _ = read_document(path)
-            return data, detect_document_kind(data, source=str(path))
-        except ConfigError as e:
-            # In a folder, files that are no document of ours (package.json, data) are skipped.
-            if not quiet:
-                raise
-            self.skipped.append(f"{path}: {str(e).splitlines()[0]}")
-            return None
 
     def _load(self, path: Path, data: Any, kind: str, globals_: dict[str, Any], *, quiet: bool) -> None:
         try:
