@@ -67,7 +67,7 @@ async def main():
     engine.load({{"ruleChain": {{"id": "c"}}, "metadata": {{"nodes": [
         {{"id": "n", "type": "ai/agent", "configuration": {{"systemPrompt": "hi"}}}}]}}}})
     ends = await engine.run("c", RuleMsg(type="Q", data="hi", data_type="TEXT"))
-    print(ends[0].msg.data)
+    print(ends[0].msg.data, "/", ends[0].msg.metadata["model"])
     flow = Flow.from_dict({{"id": "f", "nodes": [{{"name": "a", "type": "aiagent", "start": True,
         "llmConfig": {{"provider": "openai", "overrideParams": {{"model": "gpt-4o-mini"}}}},
         "userMessage": "{{{{userInput}}}}",
@@ -80,6 +80,6 @@ asyncio.run(main())
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHAINREACT_"))}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=base)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.splitlines()[0] == "chain ok"
+    assert r.stdout.splitlines()[0] == "chain ok / gpt-4o-mini"  # the answer says which model answered
     assert len(llm.chat_requests) == 2
     assert {q.headers.get("authorization") for q in llm.chat_requests} == {"Bearer sk-proc"}

@@ -64,10 +64,12 @@ class AgentNode(Component):
         return dict(AgentConfig.model_fields)
 
     def init(self) -> None:
-        from ...config import AgentConfig
+        from ...config import AgentConfig, with_default_endpoint
 
         raw = self.config.model_dump()
-        self.agent_config = AgentConfig.model_validate(raw)  # pydantic errors name the field
+        # pydantic errors name the field; no url: OPENAI_BASE_URL / OPENAI_API_KEY when set (the answer's
+        # metadata.model says which model answered)
+        self.agent_config = with_default_endpoint(AgentConfig.model_validate(raw))
         # Tools parsed as a run would (an HTTP tool without its endpoint...): the chain fails to load,
         # rather than its first message.
         from ...errors import ConfigError
@@ -255,10 +257,11 @@ class LlmNode(AgentNode):
         return {k: v for k, v in super().form_fields().items() if k != "tools"}
 
     def init(self) -> None:
-        from ...config import AgentConfig
+        from ...config import AgentConfig, with_default_endpoint
 
         raw = {k: v for k, v in self.config.model_dump().items() if k != "tools"}
-        self.agent_config = AgentConfig.model_validate(raw)  # no tools: the loop makes one model call
+        # no tools: the loop makes one model call
+        self.agent_config = with_default_endpoint(AgentConfig.model_validate(raw))
         self._agents = {}
 
 
