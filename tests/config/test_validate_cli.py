@@ -167,3 +167,19 @@ def test_every_shipped_document_validates(path: Path) -> None:
     r = cli("validate", str(path.relative_to(ROOT)))
     assert r.returncode == 0, r.stderr
     assert "warning" not in r.stderr
+
+
+def test_an_agent_node_in_a_rule_chain_keeps_foreign_keys_but_a_typo_is_warned(tmp_path: Path) -> None:
+    chain = write(tmp_path / "chain.json", {
+        "ruleChain": {"id": "c1", "name": "c1", "root": True},
+        "metadata": {"firstNodeIndex": 0, "connections": [], "nodes": [
+            {"id": "a", "type": "ai/agent", "name": "a",
+             "configuration": {"systemPrompt": "hi", "maxSteps": 3, "layoutX": 1}}]}})
+    r = cli("validate", str(chain))
+    assert r.returncode == 0, r.stderr  # a RuleGo document: the chain loads
+    assert r.stdout.startswith(f"{chain}: ok (rule chain")
+    at = "$.metadata.nodes[0].configuration"
+    assert r.stderr.splitlines() == [
+        f"warning: {chain}: {at}.maxSteps: unknown field (did you mean 'maxStep'?), ignored (a rule chain "
+        "keeps foreign keys)",
+        f"warning: {chain}: {at}.layoutX: unknown field, ignored (a rule chain keeps foreign keys)"]

@@ -100,7 +100,23 @@ def _validate_wing(kind: str, data: Any, source: str | None) -> str:
     if validate is None:
         return f"{label} (engine not installed: only its shape was checked)"
     summary = validate(data, source=source)
+    if kind == "chain":
+        _warn_agent_node_fields(data, source)
     return f"{label}{': ' + summary if summary else ''}"
+
+
+def _warn_agent_node_fields(data: Any, source: str | None) -> None:
+    """A rule chain's ai/agent nodes keep foreign keys, as every RuleGo node does (the chain loads); a
+    misspelt field is still worth a warning, with the closest field."""
+    from ..config.loader import unknown_fields
+
+    nodes = (data.get("metadata") or {}).get("nodes") or []
+    for i, node in enumerate(nodes if isinstance(nodes, list) else []):
+        config = node.get("configuration") if isinstance(node, dict) else None
+        if isinstance(config, dict) and node.get("type") == "ai/agent":
+            for path, msg in unknown_fields(config, f"$.metadata.nodes[{i}].configuration"):
+                print(f"warning: {source}: {path}: {msg}, ignored (a rule chain keeps foreign keys)",
+                      file=sys.stderr)
 
 
 def _read_prompt(prompt: str | None) -> str:

@@ -76,6 +76,19 @@ def _collect_unknown(model: BaseModel, path: str, out: list[tuple[str, str]]) ->
                     _collect_unknown(item, f"{path}.{name}[{i}]", out)
 
 
+def unknown_fields(body: Any, prefix: str = "$") -> list[tuple[str, str]]:
+    """(JSON path, "unknown field (did you mean ...?)") for each unknown key of an agent configuration
+    `body` found at `prefix` (e.g. a chain node's "$.metadata.nodes[0].configuration"); [] when it is no
+    valid configuration (its loader reports that)."""
+    try:
+        config = AgentConfig.model_validate(body)
+    except ValidationError:
+        return []
+    out: list[tuple[str, str]] = []
+    _collect_unknown(config, prefix, out)
+    return out
+
+
 def unknown_field_message(key: str, known: Iterable[str]) -> str:
     """"unknown field", with the closest known name if one is close (`maxSteps`: did you mean 'maxStep'?)."""
     import difflib
