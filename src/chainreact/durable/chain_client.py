@@ -33,6 +33,8 @@ from .client import DurableRunError, DurableTarget, WorkflowRun, run_error
 from .options import DurableOptions
 
 if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle
+
     from ..state.base import Store
 
 log = logging.getLogger("chainreact.durable")
@@ -43,8 +45,9 @@ CANCELLED = "CancelledError"  # DurableRunError.error_type of a run cancelled (b
 class DurableChain(DurableTarget):
     """A rule chain run as Temporal workflows on `task_queue` (see the module doc)."""
 
-    def __init__(self, chain: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
-                 namespace: str = "default", timeout: float | None = None):
+    def __init__(self, chain: Any, *, client: Client | str, task_queue: str,
+                 options: DurableOptions | None = None, namespace: str = "default",
+                 timeout: float | None = None):
         super().__init__(client=client, task_queue=task_queue, options=options, namespace=namespace)
         self.chain_id: str = chain if isinstance(chain, str) else chain.id
         self.timeout = timeout  # the message timeout (seconds); None: the worker engine's
@@ -82,7 +85,7 @@ class DurableChain(DurableTarget):
 class DurableChainRun(WorkflowRun):
     """One durable chain run: a workflow handle with the engine's vocabulary."""
 
-    def __init__(self, handle: Any, run_id: str):
+    def __init__(self, handle: WorkflowHandle[Any, Any], run_id: str):
         super().__init__(handle, run_id)
         # The Stream frames nobody consumed in the chain, after result(); of a run started with `stream`,
         # only those its workers did not log (a worker without a state store).

@@ -25,6 +25,8 @@ from .codec import JSON, result_from_dict
 from .options import DurableOptions
 
 if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle
+
     from ..state.base import Store
 
 STOP_EVENTS = ("final", "error", "cancelled", "interrupted")
@@ -41,7 +43,7 @@ class DurableRunError(ChainreactError):
         self.run_id = run_id
 
 
-async def connect(address: str, *, namespace: str = "default", wait: float = 30.0) -> Any:
+async def connect(address: str, *, namespace: str = "default", wait: float = 30.0) -> Client:
     """A temporalio Client for `address` (host:port). A frontend still starting ("not healthy yet": its
     port is open before it serves) is retried for up to `wait` seconds; other errors raise at once."""
     import asyncio
@@ -63,19 +65,19 @@ class DurableTarget:
     """What DurableAgent, DurableChain and DurableFlow share: the Temporal client (an address is connected
     on first use), the task queue, the options and the namespace."""
 
-    def __init__(self, *, client: Any, task_queue: str, options: DurableOptions | None = None,
-                 namespace: str = "default"):
+    def __init__(self, *, client: Client | str, task_queue: str,
+                 options: DurableOptions | None = None, namespace: str = "default"):
         self._client = client
         self.task_queue = task_queue
         self.options = options or DurableOptions()
         self.namespace = namespace
 
-    async def client(self) -> Any:
+    async def client(self) -> Client:
         if isinstance(self._client, str):
             self._client = await connect(self._client, namespace=self.namespace)
         return self._client
 
-    async def handle(self, workflow_id: str) -> Any:
+    async def handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
         """The temporalio handle of a workflow started earlier (by any process)."""
         return (await self.client()).get_workflow_handle(workflow_id)
 
@@ -83,7 +85,7 @@ class DurableTarget:
 class WorkflowRun:
     """A run's workflow handle and id: what the handles of agent and chain runs share."""
 
-    def __init__(self, handle: Any, run_id: str):
+    def __init__(self, handle: WorkflowHandle[Any, Any], run_id: str):
         self.handle = handle
         self.run_id = run_id
 
@@ -96,8 +98,8 @@ class WorkflowRun:
 class DurableAgent(DurableTarget):
     """An agent run as Temporal workflows on `task_queue` (see the module doc)."""
 
-    def __init__(self, agent: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
-                 namespace: str = "default"):
+    def __init__(self, agent: Any, *, client: Client | str, task_queue: str,
+                 options: DurableOptions | None = None, namespace: str = "default"):
         super().__init__(client=client, task_queue=task_queue, options=options, namespace=namespace)
         self.name: str = agent if isinstance(agent, str) else agent.name
 
@@ -214,8 +216,9 @@ class DurableRun(WorkflowRun):
             yield d
 
 
-async def tail_log(store: Store, log_id: str, handle: Any, stop: tuple[str, ...], *, after: int = 0,
-                   poll: float = 0.05, keep: Callable[[str, Any], bool] | None = None) -> AsyncIterator[JSON]:
+async def tail_log(store: Store, log_id: str, handle: WorkflowHandle[Any, Any], stop: tuple[str, ...], *,
+                   after: int = 0, poll: float = 0.05,
+                   keep: Callable[[str, Any], bool] | None = None) -> AsyncIterator[JSON]:
     """The events of log `log_id` in `store` (their data), as the workers append them, until one of type
     in `stop`, or until the workflow behind `handle` has ended and the log has nothing more (a run that
     failed before it could write its last event: Temporal is asked about once a second while the log is

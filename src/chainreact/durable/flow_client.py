@@ -28,6 +28,8 @@ from .codec import JSON
 from .options import DurableOptions
 
 if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle
+
     from ..state.base import Store
 
 log = logging.getLogger("chainreact.durable")
@@ -39,8 +41,8 @@ _CANCELS: set[asyncio.Task[None]] = set()  # the cancels of turns left by their 
 class DurableFlow(DurableTarget):
     """A chat flow whose turns run as Temporal workflows on `task_queue` (see the module doc)."""
 
-    def __init__(self, flow: Any, *, client: Any, task_queue: str, options: DurableOptions | None = None,
-                 namespace: str = "default"):
+    def __init__(self, flow: Any, *, client: Client | str, task_queue: str,
+                 options: DurableOptions | None = None, namespace: str = "default"):
         super().__init__(client=client, task_queue=task_queue, options=options, namespace=namespace)
         self.id: str = flow if isinstance(flow, str) else flow.id
 
@@ -139,7 +141,7 @@ async def _cancel(turn: DurableTurn) -> None:
 class DurableTurn:
     """One turn running (or run) as a workflow."""
 
-    def __init__(self, handle: Any, workflow_id: str, run_id: str | None):
+    def __init__(self, handle: WorkflowHandle[Any, Any], workflow_id: str, run_id: str | None):
         from .flow_workflow import turn_log_id
 
         self.handle = handle

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from ..agent import Agent
+    from ..agent.result import RunResult
     from ..chains import RuleMsg
     from ..durable import DurableAgent, DurableChain, DurableChainRun, DurableFlow, DurableOptions
     from ..state import RunRecord, Store
@@ -115,6 +116,13 @@ class TemporalDispatcher:
         except Exception as e:
             raise ConfigError(f"--temporal {self.address}: cannot reach the Temporal server ({e})") from e
 
+    @property
+    def connected(self) -> Client:
+        """The Temporal client (connect() made it when the app started)."""
+        if self.client is None:
+            raise ConfigError(f"--temporal {self.address}: not connected to the Temporal server")
+        return self.client
+
     def _options(self) -> DurableOptions:
         from ..durable import DurableOptions
 
@@ -124,7 +132,7 @@ class TemporalDispatcher:
     def agent(self, name: str) -> DurableAgent:
         from ..durable import DurableAgent
 
-        return DurableAgent(name, client=self.client, task_queue=self.task_queue, namespace=self.namespace,
+        return DurableAgent(name, client=self.connected, task_queue=self.task_queue, namespace=self.namespace,
                             options=self._options())
 
     @property
@@ -146,15 +154,15 @@ class TemporalDispatcher:
     def chain(self, chain_id: str) -> DurableChain:
         from ..durable import DurableChain
 
-        return DurableChain(chain_id, client=self.client, task_queue=self.task_queue,
+        return DurableChain(chain_id, client=self.connected, task_queue=self.task_queue,
                             namespace=self.namespace, options=self._options())
 
     def flow(self, flow_id: str) -> DurableFlow:
         """A DurableFlow: the turns of served flow `flow_id` (flows_runtime.DurableServedFlow)."""
         from ..durable import DurableFlow
 
-        return DurableFlow(flow_id, client=self.client, task_queue=self.task_queue, namespace=self.namespace,
-                           options=self._options())
+        return DurableFlow(flow_id, client=self.connected, task_queue=self.task_queue,
+                           namespace=self.namespace, options=self._options())
 
     async def start_chain(self, chain_id: str, msg: RuleMsg, *, run_id: str | None = None,
                           stream: bool = False, trace: bool = False) -> DurableChainRun:
@@ -240,7 +248,7 @@ class TemporalDispatcher:
             view["questions"] = result["interruption"]["questions"]
         return view
 
-    async def run(self, kind: str, obj: Any, data: Any) -> Any:
+    async def run(self, kind: str, obj: Agent, data: Any) -> RunResult:
         if kind != "agent":
             raise ValueError(f"TemporalDispatcher.run: kind {kind!r}: only agents (chains: start_chain)")
         return await self.agent(obj.name).run(data)
@@ -261,9 +269,7 @@ class TemporalDispatcher:
         status = view["status"]
         try:
             async with asyncio.timeout(DESCRIBE_TIMEOUT):
-                if self.client is None:
-                    raise ConfigError("not connected to Temporal")
-                handle = self.client.get_workflow_handle(run_id)
+                handle = self.connected.get_workflow_handle(run_id)
                 desc = await handle.describe()
                 if desc.status in (S.RUNNING, S.CONTINUED_AS_NEW):
                     return str(status)

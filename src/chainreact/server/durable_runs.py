@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import Cancelled, Event, Final, Interrupted
+
+if TYPE_CHECKING:
+    from ..agent.result import RunResult
+    from ..durable import DurableAgent
+    from ..durable.client import DurableRun
+    from ..state.base import Store
 
 log = logging.getLogger("chainreact.server.durable")
 
@@ -22,13 +28,27 @@ SETTLE = 10.0  # seconds to wait for an interrupt's events, which the workers wr
 class LeftRunning(Exception):
     """The server stopped following a durable run (shutting down); the run goes on in the workers."""
 
+class AgentDispatcher(Protocol):
+    """What a durable agent run needs of the server's dispatcher (durable_dispatch.TemporalDispatcher)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def closing(self) -> bool: ...
+
+    def agent(self, name: str) -> DurableAgent: ...
+
+    def spawn(self, coro: Coroutine[Any, Any, None], /) -> object: ...
+
+
 class DurableAgentRun:
     """A durable run in the shape the registry drives (chainreact.agent.AgentRun's): iterate for its events,
     `result()`, `cancel(mode, timeout=)`. The events come from the state store's log, where the workers
     write them; `new` starts the workflow (after saving the run's record), else an existing run is followed
     from event id `after`."""
 
-    def __init__(self, dispatcher: Any, name: str, run_id: str, *,
+    def __init__(self, dispatcher: AgentDispatcher, name: str, run_id: str, *,
                  new: dict[str, Any] | None = None, after: int = 0):
         self.d = dispatcher
         self.name = name
@@ -37,12 +57,12 @@ class DurableAgentRun:
         self.after = after
         self.stop: str | None = None  # the stop event's type, once seen
         self.on_events: Callable[[int], None] | None = None  # new events are in the log, up to this id
-        self._run: Any = None
+        self._run: DurableRun | None = None
         self._ready = asyncio.Event()
         self._leave = asyncio.Event()
-        self._outcome: asyncio.Task[Any] | None = None
+        self._outcome: asyncio.Task[RunResult] | None = None
 
-    async def _begin(self) -> Any:
+    async def _begin(self) -> DurableRun:
         try:
             if self.new is not None:
                 n = self.new
@@ -112,7 +132,7 @@ class DurableAgentRun:
                 self.on_events(ids[-1])
             yield last
 
-    async def result(self) -> Any:
+    async def result(self) -> RunResult:
         if self._leave.is_set():
             raise LeftRunning(f"run {self.run_id}: left to the workers (the server is shutting down)")
         assert self._outcome is not None, "iterate the run first"
@@ -193,7 +213,7 @@ def _interrupted(outcome: asyncio.Task[Any]) -> bool:
     return outcome.exception() is None and getattr(outcome.result(), "stop_reason", "") == "interrupted"
 
 
-def closing_event(result: Any, run_id: str, agent: str) -> Event:
+def closing_event(result: RunResult, run_id: str, agent: str) -> Event:
     """The last event of a run, from its RunResult (when the workers logged none)."""
     from ..durable.codec import question_to_dict
 

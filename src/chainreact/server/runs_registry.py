@@ -53,11 +53,8 @@ SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, e
 
 
 class RunHandle(Protocol):
-    """A run the registry drives: chainreact.agent.AgentRun, runs_chains.ChainRun, runs_flows.FlowRun,
-    durable_runs.DurableAgentRun. Iterate it for its events (a ChainRun's and a FlowRun's are
-    runs_chains.ChainEvents, which have an Event's `type`, `run_id` and `to_dict()`), await `result()`,
-    `cancel(mode, timeout=)`. An AgentRun also has `forward(fn)` (its events handed over in its own task)
-    and a ChainRun `io` (its agent nodes' calls): the registry looks for both."""
+    """A run the registry drives: an AgentRun, ChainRun, FlowRun or DurableAgentRun (ChainEvents have an
+    Event's `type`, `run_id`, `to_dict()`). AgentRun's `forward` and ChainRun's `io` are looked up."""
 
     @property
     def run_id(self) -> str: ...
@@ -108,7 +105,7 @@ class RunDispatcher(Protocol):
                          live: LiveRun | None) -> dict[str, Any]:
         """GET /api/v1/runs/{id} for a run of ours: status and result where the record lacks them."""
 
-    async def run(self, kind: str, obj: Any, data: Any) -> Any:
+    async def run(self, kind: str, obj: Agent, data: Any) -> RunResult:
         """Run to the end (MCP tool calls): the RunResult."""
 
 
@@ -332,7 +329,8 @@ class RunRegistry:
             except Exception:
                 log.exception("pruning stopped runs failed")
 
-    async def save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
+    async def save_chain_end(self, live: LiveRun, result: ChainResult | None,
+                             error: BaseException | None) -> None:
         """The end of a run without checkpoints (a chain run, a flow turn: its kind is `live.kind`)."""
         from ..state.checkpoint import RunSnapshot, save_snapshot
 
