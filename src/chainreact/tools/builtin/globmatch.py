@@ -17,6 +17,7 @@ tests/tools/builtin/test_globmatch.py checks the matcher against wcmatch on a co
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -98,13 +99,20 @@ def expand_braces(pattern: str) -> list[str]:
     return out
 
 
-def _expand(p: str) -> list[str]:
+def _unescaped(p: str) -> Iterator[tuple[int, str]]:
+    """The characters of `p` that no backslash escapes, with their index (an escape and what it escapes
+    are skipped)."""
     i = 0
     while i < len(p):
-        c = p[i]
-        if c == "\\":
+        if p[i] == "\\":
             i += 2
             continue
+        yield i, p[i]
+        i += 1
+
+
+def _expand(p: str) -> list[str]:
+    for i, c in _unescaped(p):
         if c == "{":
             end = _closing_brace(p, i)
             if end != -1:
@@ -121,17 +129,13 @@ def _expand(p: str) -> list[str]:
                         raise GlobError(f"the pattern expands to more than {MAX_EXPANSIONS} alternatives; "
                                         "use fewer {...} groups")
                     return [head + c + t for c in choices for t in tails]
-        i += 1
     return [p]
 
 
 def _closing_brace(p: str, start: int) -> int:
     depth = 0
-    i = start
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            i += 2
+    for i, c in _unescaped(p):
+        if i < start:
             continue
         if c == "{":
             depth += 1
@@ -139,7 +143,6 @@ def _closing_brace(p: str, start: int) -> int:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     return -1
 
 
@@ -147,12 +150,7 @@ def _split_commas(body: str) -> list[str]:
     parts: list[str] = []
     depth = 0
     start = 0
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
+    for i, c in _unescaped(body):
         if c == "{":
             depth += 1
         elif c == "}":
@@ -160,7 +158,6 @@ def _split_commas(body: str) -> list[str]:
         elif c == "," and depth == 0:
             parts.append(body[start:i])
             start = i + 1
-        i += 1
     parts.append(body[start:])
     return parts
 
