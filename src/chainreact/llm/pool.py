@@ -35,9 +35,12 @@ import weakref
 from collections import deque
 from typing import Any
 
+import httpcore
 import httpx
 
 from chainreact.errors import ModelError
+
+from . import netio
 
 # Idle clients (one kept-alive connection each) kept for the next request, at most; more are closed.
 MAX_KEEPALIVE = 1000
@@ -191,10 +194,17 @@ def env_proxy(base_url: str) -> str | None:
 def _new_transport(base_url: str, proxy: str | None) -> httpx.AsyncHTTPTransport:
     # One request at a time per transport (see Pool): one connection, kept alive. No retries: the model
     # client retries whole attempts itself.
-    return httpx.AsyncHTTPTransport(
+    transport = httpx.AsyncHTTPTransport(
         verify=_verify(base_url), trust_env=False, proxy=proxy,
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=1,
                             keepalive_expiry=KEEPALIVE_EXPIRY))
+    if proxy is None and base_url.startswith("http://"):
+        # Plain http: the same connection pool over asyncio's own sockets (netio.py; httpx takes no
+        # network backend, so its pool is replaced by one made with the same settings and ours).
+        transport._pool = httpcore.AsyncConnectionPool(
+            max_connections=None, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_EXPIRY,
+            network_backend=netio.BACKEND)
+    return transport
 
 
 def acquire_http(base_url: str, limit: int = 0) -> Pool:
