@@ -145,7 +145,7 @@ def routes(ctx: ServerContext) -> list[Route]:
                     {"role": "user", "content": text}]}, detached=detached, session=context, metadata=meta)
             if registry.closing:
                 raise RegistryClosed
-            flow = await ctx.flows.flow(entry.id)
+            flow = await ctx.flows.served(entry.id)
             handle = FlowRun(flow, context, text, flow_user(ctx, request, flow, None))
             live = LiveRun(handle.run_id, entry.id, context, detached, True, handle, kind="flow")
             return registry.launch(live, functools.partial(registry.save_chain_end, live))

@@ -44,7 +44,9 @@ from .sse import SSE_HEADERS, sse
 
 if TYPE_CHECKING:
     from ..agent.result import RunResult
+    from ..flows import Flow
     from ..state.base import Store
+    from .flows_runtime import DurableServedFlow
 
 Batches = AsyncIterator[list[dict[str, Any]]]
 APPROVAL_SCHEMA = {"type": "object", "required": ["approve"],
@@ -120,7 +122,7 @@ def routes(ctx: ServerContext) -> list[Route]:
 
     async def flow_batches(request: Request, entry: Entry, inp: AguiInput,
                            s: AguiStream) -> Batches | Response:
-        flow = await ctx.flows.flow(entry.id)
+        flow = await ctx.flows.served(entry.id)
         sid = inp.thread_id
         if not _SESSION_ID.match(sid):
             return _err(400, "a flow's threadId is its session id: 1-200 letters, digits and ._:@~+=-",
@@ -337,7 +339,7 @@ async def _agent_stream(registry: RunRegistry, live: LiveRun, s: AguiStream, mod
 
 # ---------------------------------------------------------------------------------------------- flows
 
-async def _flow_state(flow: Any, store: Store, sid: str) -> dict[str, Any]:
+async def _flow_state(flow: Flow | DurableServedFlow, store: Store, sid: str) -> dict[str, Any]:
     rec = await store.get_run(flow.session_key(sid))
     snap = rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else {}
     ended = bool(snap.get("ended"))
@@ -345,7 +347,8 @@ async def _flow_state(flow: Any, store: Store, sid: str) -> dict[str, Any]:
             "ended": ended, "variables": mask_secrets(snap.get("vars") or {})}
 
 
-async def _flow_turn(flow: Any, store: Store, sid: str, text: str, user: Any, s: AguiStream) -> Batches:
+async def _flow_turn(flow: Flow | DurableServedFlow, store: Store, sid: str, text: str, user: Any,
+                     s: AguiStream) -> Batches:
     from ..flows.answer_stream import text_deltas
     from ..state import RunConflictError
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -29,6 +29,10 @@ from starlette.routing import Route
 from .context import ServerContext
 from .login import flow_user, needs_login
 from .sse import SSE_HEADERS, sse
+
+if TYPE_CHECKING:
+    from ..flows import Flow
+    from .flows_runtime import DurableServedFlow
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:@~+=-]{1,200}$")
 _SECRET_NAME = re.compile(r"pass(word|wd)?|secret|token|api[_-]?key|authorization|credential|private[_-]?key",
@@ -144,7 +148,7 @@ def routes(ctx: ServerContext) -> list[Route]:
     ]
 
 
-async def _as_json(flow: Any, sid: str, events: AsyncIterator[Any]) -> Response:
+async def _as_json(flow: Flow | DurableServedFlow, sid: str, events: AsyncIterator[Any]) -> Response:
     from ..flows import FlowMessage, TurnResult
 
     turn = TurnResult(node=None, ended=False, messages=[])

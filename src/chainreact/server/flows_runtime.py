@@ -21,6 +21,8 @@ from starlette.requests import Request
 from .frames import Done, Failed, Frame, Text, tool_frame
 
 if TYPE_CHECKING:
+    from ..durable import DurableFlow
+    from ..flows import Flow
     from ..state import Store
     from .catalog import Catalog
     from .config import ServerConfig
@@ -73,7 +75,7 @@ class FlowRuntime:
                                  "restart")
             return self._store
 
-    async def flow(self, ident: str) -> Any:
+    async def flow(self, ident: str) -> Flow | DurableServedFlow | None:
         """The served flow `ident`, bound to the server's store and chain engine; None if not a flow."""
         entry = self.ctx.catalog.entries.get(ident)
         if entry is None or entry.kind != "flow":
@@ -88,13 +90,21 @@ class FlowRuntime:
                 # Sessions are keyed by the flow's id: a flow without one takes its served id, so two
                 # anonymous flows never share sessions in one store.
                 definition = definition.model_copy(update={"id": ident})
-            flow: Any = Flow(definition, source=loaded.source, store=await self.store(),
-                             chains=self.ctx.catalog.engine)
+            local = Flow(definition, source=loaded.source, store=await self.store(),
+                         chains=self.ctx.catalog.engine)
+            flow: Flow | DurableServedFlow = local
             dispatch = self.ctx.dispatch
             if dispatch is not None and dispatch.serves("flow", ident):  # serve --temporal
-                flow = DurableServedFlow(flow, dispatch.flow(flow.id), await self.store(), dispatch)
+                flow = DurableServedFlow(local, dispatch.flow(local.id), await self.store(), dispatch)
             bound = self._bound[ident] = (loaded, flow)
         return bound[1]
+
+    async def served(self, ident: str) -> Flow | DurableServedFlow:
+        """`flow(ident)` for a caller holding the catalog's flow entry `ident`."""
+        flow = await self.flow(ident)
+        if flow is None:
+            raise LookupError(f"{ident!r} is not a served flow")
+        return flow
 
     async def aclose(self) -> None:
         if self._store is not None and self._own_store:
@@ -110,7 +120,8 @@ class DurableServedFlow:
     id (`chainreact worker flow.json --state URL`). A client that leaves a streamed turn cancels it, as in
     process, except while the server shuts down (the dispatcher's `closing`): then the workers finish it."""
 
-    def __init__(self, flow: Any, durable: Any, store: Store, dispatch: Any = None):
+    def __init__(self, flow: Flow, durable: DurableFlow, store: Store,
+                 dispatch: TemporalDispatcher | None = None):
         self.local = flow
         self.durable = durable
         self.log_store = store  # where the workers log the turns' events
@@ -158,7 +169,7 @@ def last_user_text(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def flow_frames(flow: Any, session: str, text: str, user: Mapping[str, Any], *,
+async def flow_frames(flow: Flow | DurableServedFlow, session: str, text: str, user: Mapping[str, Any], *,
                       stream: bool = False, tools: bool = False) -> AsyncIterator[Frame]:
     """One turn as frames: its messages as Text frames (each message after the first preceded by a blank
     line), then Done with all of them joined. `stream`: an agent node's message comes as the pieces of

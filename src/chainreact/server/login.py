@@ -35,7 +35,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import ClientDisconnect, Request
@@ -57,6 +57,10 @@ from .users import (
     server_secret,
     verify_password,
 )
+
+if TYPE_CHECKING:
+    from ..flows import Flow
+    from .flows_runtime import DurableServedFlow
 
 MAX_LOGIN_BODY = 64 * 1024
 MAX_CHECKS = 4  # password checks at once
@@ -96,7 +100,8 @@ def user_name(ctx: ServerContext, request: Request) -> str | None:
     return name if name is not None and name in users.users else None
 
 
-def flow_user(ctx: ServerContext, request: Request, flow: Any, given: Any) -> dict[str, Any]:
+def flow_user(ctx: ServerContext, request: Request, flow: Flow | DurableServedFlow,
+              given: Any) -> dict[str, Any]:
     """The user object for a flow's turn: the logged-in user (token) wins; without one, the body's `user`
     object is passed along, except that for a flow with a `loginRequired` node its `id` is dropped (a
     client cannot log itself in by naming an id)."""
@@ -109,7 +114,7 @@ def flow_user(ctx: ServerContext, request: Request, flow: Any, given: Any) -> di
     return user
 
 
-def needs_login(flow: Any) -> bool:
+def needs_login(flow: Flow | DurableServedFlow) -> bool:
     return any(getattr(n, "loginRequired", None) for n in flow.definition.nodes)
 
 

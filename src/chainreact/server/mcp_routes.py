@@ -306,7 +306,7 @@ async def _call_flow(ctx: ServerContext, entry: Entry, args: dict[str, Any],
     text, session = args.get("text"), args.get("session") or "mcp-" + secrets.token_hex(8)
     if not isinstance(text, str) or not isinstance(session, str):
         raise ToolFailure("'text' (and 'session', when given) must be strings")
-    flow = await ctx.flows.flow(entry.id)
+    flow = await ctx.flows.served(entry.id)
     refused = await ctx.owners.check(request, flow.session_key(session), session, write=True) \
         if request is not None else None
     if refused is not None:

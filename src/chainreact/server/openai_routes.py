@@ -72,7 +72,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             if text is None:
                 return error(400, "a flow needs a user message: the last 'user' message is sent to it",
                              code="invalid_messages")
-            flow = await ctx.flows.flow(ident)
+            flow = await ctx.flows.served(ident)
             sid = session_key(request, body)
             if taken := await ctx.owners.check(request, flow.session_key(sid), sid, write=True):
                 return taken.openai()

@@ -33,7 +33,9 @@ from starlette.responses import JSONResponse, Response
 from .context import ServerContext
 
 if TYPE_CHECKING:
+    from ..flows import Flow
     from ..state.base import Store
+    from .flows_runtime import DurableServedFlow
 
 MAX_SESSIONS = 50
 MAX_MESSAGES = 200  # of a session's conversation, the last ones
@@ -47,7 +49,7 @@ def _summary(node: Any) -> str:
     return ""
 
 
-def describe(flow: Any) -> dict[str, Any]:
+def describe(flow: Flow | DurableServedFlow) -> dict[str, Any]:
     d = flow.definition
     nodes = [{"name": n.name, "type": n.type, "start": n is d.start_node, "summary": _summary(n)}
              for n in d.nodes]
@@ -78,7 +80,7 @@ def collaborators(d: Any) -> list[dict[str, Any]]:
     return out
 
 
-async def sessions(flow: Any, store: Store) -> list[dict[str, Any]]:
+async def sessions(flow: Flow | DurableServedFlow, store: Store) -> list[dict[str, Any]]:
     from ..flows import list_sessions
 
     found = await list_sessions(store, flow.id, flow.definition.start_node.name, limit=MAX_SESSIONS,

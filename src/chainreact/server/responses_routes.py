@@ -155,7 +155,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             if text is None:
                 return shell, error(400, "a flow needs a user message: the last one in 'input' is sent to it",
                                     code="invalid_input")
-            flow = await ctx.flows.flow(entry.id)
+            flow = await ctx.flows.served(entry.id)
             if refused := await ctx.owners.check(request, flow.session_key(sid), sid, write=True):
                 return shell, refused.openai()
             return shell, flow_frames(flow, sid, text, flow_user(ctx, request, flow, None), stream=stream)

@@ -16,15 +16,20 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .runs_chains import ChainEvent, ChainResult, ChainRunError, QueuedRun
+
+if TYPE_CHECKING:
+    from ..flows import Flow
+    from .flows_runtime import DurableServedFlow
 
 
 class FlowRun(QueuedRun):
     """`flow.stream(session, text)` in its own task: iterate for events, `cancel()`, await `result()`."""
 
-    def __init__(self, flow: Any, session: str, text: str, user: Mapping[str, Any] | None = None):
+    def __init__(self, flow: Flow | DurableServedFlow, session: str, text: str,
+                 user: Mapping[str, Any] | None = None):
         self.run_id = secrets.token_hex(8)
         self._queue: asyncio.Queue[ChainEvent | None] = asyncio.Queue()
         self._result: ChainResult | None = None
@@ -33,7 +38,7 @@ class FlowRun(QueuedRun):
                                           {"flow": flow.id, "session": session, "input": text}))
         self._task = asyncio.ensure_future(self._drive(flow.stream(session, text, user=user)))
 
-    async def _drive(self, events: Any) -> None:
+    async def _drive(self, events: Any) -> None:  # the turn's FlowEvents (an async generator: closed)
         rid = self.run_id
         parts: list[str] = []
         try:
