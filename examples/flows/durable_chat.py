@@ -37,7 +37,7 @@ def document(url: str) -> dict[str, object]:
     doc = json.loads((HERE / "support.json").read_text())
     for node in doc["nodes"]:
         if node["type"] == "aiagent":
-            node["llmConfig"]["url"] = url  # chainreact's extension: any OpenAI-compatible URL
+            node.setdefault("llmConfig", {})["url"] = url  # any OpenAI-compatible URL
     return doc
 
 

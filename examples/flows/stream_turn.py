@@ -27,7 +27,7 @@ async def main(state: str) -> None:
         doc = json.loads((HERE / "support.json").read_text())
         for node in doc["nodes"]:
             if node["type"] == "aiagent":
-                node["llmConfig"]["url"] = srv.url
+                node.setdefault("llmConfig", {})["url"] = srv.url
         async with Flow.from_dict(doc, state=state) as flow:
             async for ev in flow.stream("s1", "Where is order 42?", user=USER, agent_events=True):
                 if ev.type == "agent":

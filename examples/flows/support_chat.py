@@ -1,8 +1,9 @@
 """A chat flow, turn by turn: outcomes branch on the agent's structured output, transitions move the
 session, the session lives in the state store (a temporary SQLite file here), listed at the end.
 
-The flow (support.json) targets OpenAI; this example points its agents at the scripted fake server, so it
-runs offline: `python examples/flows/support_chat.py`. With a real key, run the same document with
+The flow (support.json) names no endpoint: it runs where OPENAI_BASE_URL / OPENAI_API_KEY point, else on
+the embedded model; this example points its agents at the scripted fake server, so it runs offline:
+`python examples/flows/support_chat.py`. With a real model, run the same document with those variables set:
 `chainreact flow send examples/flows/support.json "my order is late" --session s1 --user '{"id": "u1"}'`.
 """
 
@@ -34,7 +35,7 @@ async def main(state: str) -> None:
         doc = json.loads((HERE / "support.json").read_text())
         for node in doc["nodes"]:
             if node["type"] == "aiagent":
-                node["llmConfig"]["url"] = srv.url  # chainreact's extension: any OpenAI-compatible URL
+                node.setdefault("llmConfig", {})["url"] = srv.url  # any OpenAI-compatible URL
         async with Flow.from_dict(doc, state=state) as flow:
             for text in ("My order 42 has not arrived", "It just arrived!", "Five stars"):
                 turn = await flow.send("session-1", text, user=USER)

@@ -91,7 +91,7 @@ async def main(state: str) -> None:
             doc = json.loads((HERE / "team.json").read_text())
             for node in doc["nodes"]:
                 if node["type"] == "aiagent":
-                    node["llmConfig"]["url"] = srv.url  # chainreact's extension: any OpenAI-compatible URL
+                    node.setdefault("llmConfig", {})["url"] = srv.url  # any OpenAI-compatible URL
                     for tool in node.get("tools", []):
                         tool["execution"]["endpoint"] = tool["execution"]["endpoint"].replace(
                             "http://127.0.0.1:8080", api_url)

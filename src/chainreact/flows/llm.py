@@ -1,9 +1,11 @@
 """From an `aiagent` node's `aiModel`/`llmConfig` to the agent's model settings (chainreact.config).
 
 - the base URL: `llmConfig.url` (chainreact extension, any OpenAI-compatible endpoint) else the
-  `provider`'s URL from PROVIDERS, else OpenAI's; `local` is the embedded model; `provider: openai` (the
-  default) reads the openai SDK's environment: `OPENAI_BASE_URL` for the URL and `OPENAI_API_KEY` for the
-  key, when the node gives neither (config/endpoint.py);
+  `provider`'s URL from PROVIDERS; `local` is the embedded model; `provider: openai` reads the openai SDK's
+  environment: `OPENAI_BASE_URL` for the URL and `OPENAI_API_KEY` for the key, when the node gives
+  neither; a node that names no endpoint (no url, provider or apiKey) goes where those variables point,
+  else to the embedded model, as an agent without url does (config/endpoint.py); an `apiKey` without a
+  provider is OpenAI's;
 - the model: `overrideParams.model`, else `aiModel`;
 - `overrideParams` onto ModelParams (temperature, topP, maxTokens, stop, penalties); the fields ModelParams
   has no slot for go out as extra request fields: `n`, `echo`, `logit_bias`, `logprobs` N as
@@ -39,11 +41,15 @@ PROVIDERS: dict[str, str] = {
 
 
 def base_url(node: AIAgentNode) -> str | None:
-    """The node's endpoint, or None when its provider is unknown (or needs a URL) and no url is given."""
+    """The node's endpoint, or None when its provider is unknown (or needs a URL) and no url is given.
+    "" for a node that names no endpoint (no url, no provider, no apiKey): it follows the agents' rule, the
+    endpoint of OPENAI_BASE_URL / OPENAI_API_KEY when set, else the embedded model (config/endpoint.py)."""
     cfg = node.llmConfig
     if cfg is not None and cfg.url:
         return cfg.url
-    provider = ((cfg.provider if cfg is not None else None) or "openai").lower()
+    provider = _provider(node)
+    if provider is None:
+        return ""  # the model client applies the rule (url, key and model: ModelClient.from_config)
     if provider == "openai":
         ep = env_endpoint()
         if ep is not None:
@@ -56,8 +62,18 @@ def api_key(node: AIAgentNode) -> str:
     cfg = node.llmConfig
     if cfg is not None and cfg.apiKey:
         return cfg.apiKey
-    provider = ((cfg.provider if cfg is not None else None) or "openai").lower()
-    return env_api_key() if provider == "openai" and not (cfg is not None and cfg.url) else ""
+    if cfg is not None and cfg.url:
+        return ""  # the OpenAI key never goes to an endpoint the node names
+    return env_api_key() if _provider(node) == "openai" else ""
+
+
+def _provider(node: AIAgentNode) -> str | None:
+    """The node's provider, lower case; "openai" for a node with an `apiKey` and no provider (as before);
+    None for a node that names no endpoint at all."""
+    cfg = node.llmConfig
+    if cfg is not None and cfg.provider:
+        return cfg.provider.lower()
+    return "openai" if cfg is not None and cfg.apiKey else None
 
 
 def model_params(node: AIAgentNode) -> dict[str, Any]:
