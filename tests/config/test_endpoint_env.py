@@ -83,3 +83,28 @@ asyncio.run(main())
     assert r.stdout.splitlines()[0] == "chain ok / gpt-4o-mini"  # the answer says which model answered
     assert len(llm.chat_requests) == 2
     assert {q.headers.get("authorization") for q in llm.chat_requests} == {"Bearer sk-proc"}
+
+
+def test_a_flow_node_that_names_no_endpoint_follows_the_rule(monkeypatch: Any) -> None:
+    from chainreact.flows.llm import agent_config
+    from chainreact.flows.model import AIAgentNode
+
+    def cfg(llm: dict[str, Any] | None) -> dict[str, Any]:
+        node = AIAgentNode.model_validate({"name": "n", "type": "aiagent", "userMessage": "{{userInput}}",
+                                           "output": {"schema": {"type": "object"}},
+                                           **({"llmConfig": llm} if llm is not None else {})})
+        return agent_config(node, system_prompt="")
+
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    # names nothing: url "" (the model client's rule: here the embedded model); OpenAI's: its URL, no key
+    assert (cfg(None)["url"], cfg(None)["key"]) == ("", "")
+    assert cfg({"provider": "openai"})["url"] == "https://api.openai.com/v1"
+    assert cfg({"provider": "local"})["url"] == "local"  # the embedded model, whatever the environment says
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert (cfg({"provider": "openai"})["url"], cfg({"provider": "openai"})["key"]) == (
+        "http://127.0.0.1:8000/v1", "sk-env")
+    assert cfg({"apiKey": "sk-own"})["key"] == "sk-own"  # an apiKey without a provider: OpenAI's, its own key
+    assert cfg({"provider": "openai", "url": "http://other/v1"})["key"] == ""  # never to a url it names
+    assert cfg({"provider": "local"})["url"] == "local"
