@@ -22,7 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import DebugEvent
 
 # sink(chain id, node id, agent event): the events of TIMELINE_EVENTS types, as the agent yields them
 AgentEventSink = Callable[[str, str, Any], None]
@@ -35,7 +38,7 @@ MAX_DATA = 4000
 MAX_NODE_EVENTS = 2000
 
 
-def node_event(ev: Any) -> dict[str, Any]:
+def node_event(ev: DebugEvent) -> dict[str, Any]:
     """The log's form of a chains DebugEvent."""
     d = ev.to_dict()
     d.pop("event", None)

@@ -19,10 +19,11 @@ from ..types import Event
 from .events import FlowEvent, from_agent_event
 
 if TYPE_CHECKING:
+    from ..agent.agent import Agent
     from ..state.base import Store
 
 
-async def drive(agent: Any, node: str, input: Any = None, *, store: Store | None = None,
+async def drive(agent: Agent, node: str, input: Any = None, *, store: Store | None = None,
                 session: str | None = None,
                 run_id: str | None = None, answers: dict[str, Any] | None = None,
                 extra: dict[str, Any] | None = None,

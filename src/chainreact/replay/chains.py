@@ -28,6 +28,7 @@ from .run import ReplayResult, document_changed
 
 if TYPE_CHECKING:
     from ..chains.engine import RuleEngine
+    from ..chains.model import DebugEvent
     from ..chains.msg import RuleMsg
 
 Emit = Callable[[dict[str, Any]], None]
@@ -59,7 +60,7 @@ async def record_chain(engine: RuleEngine, chain_id: str, msg: RuleMsg, emit: Em
     own = run_kwargs.pop("on_debug", None)
     seen = 0
 
-    def on_debug(ev: Any) -> None:
+    def on_debug(ev: DebugEvent) -> None:
         nonlocal seen
         if own is not None:
             own(ev)

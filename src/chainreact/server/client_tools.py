@@ -15,7 +15,7 @@ store) are a plain conversation: a new run gets the messages as they are.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.responses import JSONResponse
@@ -26,6 +26,9 @@ from ..errors import ConfigError
 from ..types import ToolCall
 from .frames import Calls
 from .openai_api import error
+
+if TYPE_CHECKING:
+    from .runs_registry import LiveRun
 
 _EXPOSED = re.compile(r"^call_([0-9a-f]{16})_(.+)$", re.DOTALL)
 
@@ -98,14 +101,15 @@ def result_text(content: Any) -> str:
     return orjson.dumps(content).decode()
 
 
-def client_calls(live: Any) -> Calls | None:
+def client_calls(live: LiveRun) -> Calls | None:
     """The Calls frame of a run that ended waiting only on the client's tools, else None."""
-    pending = pending_external(live.result)
-    if not pending:
+    result = live.result
+    pending = pending_external(result)
+    if not pending or result is None:
         return None
     calls = [ToolCall(exposed_id(live.run_id, c.id), c.name, c.arguments) for c in pending]
     # The text the model wrote beside the calls (a tool round's text is not streamed as answer text).
     waiting = {c.id for c in pending}
-    said = next((m.text for m in reversed(live.result.messages)
+    said = next((m.text for m in reversed(result.messages)
                  if m.role == "assistant" and m.tool_calls and waiting & {c.id for c in m.tool_calls}), "")
-    return Calls(calls, live.result.usage, said)
+    return Calls(calls, result.usage, said)

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ..state import RunRecord, Store
     from .catalog import Catalog
     from .config import ServerConfig
+    from .runs_chains import ChainResult
 
 log = logging.getLogger("chainreact.server.durable")
 
@@ -286,7 +287,8 @@ class TemporalDispatcher:
             view["error"] = f"the workflow ended {desc.status.name.lower() if desc.status else 'unknown'}"
         return "failed"
 
-    async def _save_chain_end(self, live: LiveRun, result: Any, error: BaseException | None) -> None:
+    async def _save_chain_end(self, live: LiveRun, result: ChainResult | None,
+                              error: BaseException | None) -> None:
         """A chain run's end as this server saw it (the registry's chain record), or, left at shutdown,
         the record handed to the workers, which write its end (durable/chain_end.py)."""
         from ..durable.chain_end import leave

@@ -18,7 +18,7 @@ as from an agent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -32,6 +32,9 @@ from .frames import agent_frames, chain_frames
 from .login import flow_user
 from .openai_api import agent_input, agui, error, parse_chat_request, respond
 from .sessions import chain_session
+
+if TYPE_CHECKING:
+    from .catalog import Catalog, Entry
 
 
 def routes(ctx: ServerContext) -> list[Route]:
@@ -98,7 +101,7 @@ def routes(ctx: ServerContext) -> list[Route]:
             Route("/v1/chat/completions", chat, methods=["POST"])]
 
 
-def served(request: Request, catalog: Any, ident: str) -> Any:
+def served(request: Request, catalog: Catalog, ident: str) -> Entry | Response:
     """The catalog entry `model` names, or the 403 (the API key may not use it) or 404 to answer."""
     key = getattr(request.state, "key", None)
     if key is not None and not key.allows("execute", ident):

@@ -18,7 +18,7 @@ Chat goes through the public runs API (`/api/v1/agents/{id}/runs`, `/api/v1/rule
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
@@ -30,6 +30,9 @@ from .catalog import Entry
 from .context import ServerContext
 from .playground_flows import flow_handler, session_handler
 from .playground_runs import cassette_handler, runs_handler
+
+if TYPE_CHECKING:
+    from ..chains.model import DebugEvent
 
 STATIC_DIR = Path(__file__).parent / "playground"
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
@@ -118,7 +121,7 @@ def routes(ctx: ServerContext) -> list[Route]:
         events: list[dict[str, Any]] = []
         cut = False
 
-        def on_debug(ev: Any) -> None:
+        def on_debug(ev: DebugEvent) -> None:
             nonlocal cut
             if len(events) >= MAX_TRACE_EVENTS:
                 cut = True

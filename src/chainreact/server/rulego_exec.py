@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -48,6 +48,10 @@ from .rulego_http import dsl_view, not_found, ok
 from .rulego_runlog import RunLog
 from .sessions import chain_session, message_session, wire_chain_sessions
 
+if TYPE_CHECKING:
+    from ..chains.model import DebugEvent
+    from ..chains.msg import RuleMsg
+
 log = logging.getLogger("chainreact.server")
 
 CONTROL = frozenset({"_msgId", "_fromNodeId", "_onlyNodeId", "_headersToMetadata", "_debugMode", "_ends"})
@@ -56,7 +60,7 @@ SECRET_HEADERS = frozenset({"authorization", "cookie", "x-user-token"})
 
 @dataclass(slots=True)
 class Incoming:
-    msg: Any  # the RuleMsg
+    msg: RuleMsg
     debug: bool
     start: str | None  # the node it enters at
     only: bool  # that node alone
@@ -109,7 +113,7 @@ async def deliver(ctx: ServerContext, ident: str, inc: Incoming) -> list[Any]:
     recorder = RunLog(ctx.rulego.hub, ident, inc.msg)
     own = engine.on_debug
 
-    def on_debug(ev: Any) -> None:
+    def on_debug(ev: DebugEvent) -> None:
         recorder.on_debug(ev)
         if own is not None:
             own(ev)

@@ -29,6 +29,7 @@ from ..chains.trace import MAX_NODE_EVENTS, node_event
 
 if TYPE_CHECKING:
     from ..chains import End, RuleMsg
+    from ..chains.model import DebugEvent
     from ..state.base import Store
 
 log = logging.getLogger("chainreact.server")
@@ -43,7 +44,7 @@ def chain_prefix(chain_id: str) -> str:
     return RUN_PREFIX + quote(chain_id, safe="") + ":"
 
 
-def ws_event(ev: Any) -> dict[str, Any]:
+def ws_event(ev: DebugEvent) -> dict[str, Any]:
     """A chains DebugEvent as RuleGo's debug websocket sends it."""
     return {"chainId": ev.chain_id, "flowType": ev.flow, "nodeId": ev.node_id, "relationType": ev.relation,
             "err": ev.error or "", "msg": ev.msg.to_dict(), "ts": int(ev.ts * 1000)}
@@ -99,7 +100,7 @@ class RunLog:
         self.start_ms = int(time.time() * 1000)
         self.events: list[dict[str, Any]] = []
 
-    def on_debug(self, ev: Any) -> None:
+    def on_debug(self, ev: DebugEvent) -> None:
         if ev.relation == "Stream":
             return  # one per streamed token: the node's Success OUT carries the whole answer
         if self.hub.wanted(ev.chain_id):

@@ -32,6 +32,7 @@ from .runs_registry import RunRegistry
 
 if TYPE_CHECKING:
     from ..chains.engine import RuleEngine
+    from .runs_registry import LiveRun
 
 MAX_KEY = 200
 
@@ -119,7 +120,7 @@ async def session_input(registry: RunRegistry, key: str | None, messages: list[d
     return {"messages": merge_history(await registry.db.history(key), messages)}
 
 
-async def until_end_or_disconnect(request: Request, registry: RunRegistry, live: Any,
+async def until_end_or_disconnect(request: Request, registry: RunRegistry, live: LiveRun,
                                   work: Awaitable[Any]) -> bool:
     """Await `work` (the run's end, or the answer being made) unless the client disconnects first: then
     the run is cancelled (unless detached), its end awaited, and False returned."""

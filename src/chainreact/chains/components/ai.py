@@ -25,9 +25,10 @@ from .base import Component, NodeConfig, close_soon, register
 if TYPE_CHECKING:
     from ...agent import Agent, RunResult
     from ..context import NodeContext
+    from ..model import EngineLike
 
 
-def _session_store(engine: Any) -> SessionStore:
+def _session_store(engine: EngineLike) -> SessionStore:
     store = engine.services.get("sessions")
     if store is None:
         store = engine.services["sessions"] = MemorySessionStore()
