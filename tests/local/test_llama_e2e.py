@@ -197,7 +197,9 @@ def test_demo_agent_runs_on_the_embedded_model(endpoint: LocalEndpoint) -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, srv.LOCAL_URL_ENV: endpoint.url}  # reuse this module's server
+    # reuse this module's server; OPENAI_BASE_URL/OPENAI_API_KEY would send the url-less demo elsewhere
+    env = {**{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")},
+           srv.LOCAL_URL_ENV: endpoint.url}
     r = subprocess.run(
         [sys.executable, "-m", "chainreact", "run", "examples/demo-agent.json",
          "What is 17 + 25? Use the add tool.", "--json"],
