@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..agent.agent import Agent
 
 PROMPT = """You are grading an AI agent's answer against a rubric.
 
@@ -62,7 +65,7 @@ def parse_verdict(text: str) -> Verdict:
 class Judge:
     """A judge over an Agent (built from `--judge DOC`)."""
 
-    def __init__(self, agent: Any):
+    def __init__(self, agent: Agent):
         self.agent = agent
 
     async def score(self, rubric: str, case_input: Any, answer: str) -> Verdict:

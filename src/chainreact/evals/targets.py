@@ -15,6 +15,7 @@ from ..agent.recording import IORecorder
 from .dataset import Case
 
 if TYPE_CHECKING:
+    from ..agent.agent import Agent
     from ..chains.engine import RuleEngine
     from ..state.base import Store
 
@@ -59,7 +60,7 @@ async def _save_run(store: Store, run_id: str, events: list[tuple[str, Any]], *,
 
 
 class AgentTarget(BaseTarget):
-    def __init__(self, agent: Any):
+    def __init__(self, agent: Agent):
         self.agent = agent
 
     def describe(self) -> str:

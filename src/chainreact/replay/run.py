@@ -11,13 +11,16 @@ requests not compared, "system" (a prompt with the time in it) and/or "tools" (t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.plan import plan_hook
 from ..agent.recording import document_identity
 from .cassette import CassetteError, top_agent
 from .diff import Diff
 from .player import Replayer
+
+if TYPE_CHECKING:
+    from ..agent.agent import Agent
 
 
 @dataclass
@@ -51,7 +54,7 @@ def _compare_answer(expected: Any, got: Any, diffs: list[Diff]) -> None:
         diffs.append(Diff("answer", "", expected=expected, got=got))
 
 
-async def replay_agent(cassette: dict[str, Any], agent: Any, *, live_tools: bool = False,
+async def replay_agent(cassette: dict[str, Any], agent: Agent, *, live_tools: bool = False,
                        ignore: tuple[str, ...] = ()) -> ReplayResult:
     """Run `agent` on the cassette's input with its model (and, unless `live_tools`, its tools) answered
     from the cassette; every difference from the recording is a Diff."""

@@ -56,7 +56,7 @@ class StoreCheckpointer:
         self.recorder: IORecorder | None = None  # the run's I/O, saved in `extra.io` when it stops
         self._io: list[dict[str, Any]] = []
 
-    def record(self, agent: Any, data: Any) -> IORecorder:
+    def record(self, agent: Agent, data: Any) -> IORecorder:
         """Record the run's I/O (install the returned recorder as a plan hook around the run); a resumed
         run's records follow those its earlier part saved."""
         self._io = list(self.extra.pop("io", None) or [])
@@ -100,7 +100,7 @@ class StoreCheckpointer:
             self.version = await save_snapshot(self.store, snap, expect_version=self.version)
 
 
-def recording(ckpt: StoreCheckpointer | None, agent: Any,
+def recording(ckpt: StoreCheckpointer | None, agent: Agent,
               data: Any) -> contextlib.AbstractContextManager[Any]:
     """The block in which `agent`'s run on `data` is recorded into `ckpt` (nothing without one): runs
     started in it (`agent.start`: its task copies the context) are recorded."""
