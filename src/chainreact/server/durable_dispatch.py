@@ -299,7 +299,7 @@ class TemporalDispatcher:
         assert self.registry is not None
         await self.registry.save_chain_end(live, result, error)
 
-    async def _save_end(self, live: LiveRun, handle: DurableAgentRun, result: Any,
+    async def _save_end(self, live: LiveRun, handle: DurableAgentRun, result: RunResult | None,
                         error: BaseException | None) -> None:
         """The run's end as this server saw it. The workers have written the status already when they log
         events; this settles what they could not: no store on their side, an interrupt whose status write

@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .catalog import Entry
 from .context import ServerContext
@@ -98,12 +99,12 @@ class _LazyMcp:
 
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
-        self.handle: Any = None
+        self.handle: ASGIApp | None = None
         self.lock = asyncio.Lock()
         self.task: asyncio.Task[None] | None = None
         self.stop = asyncio.Event()
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         handle = self.handle or await self._start()
         if handle is None:
             body = orjson.dumps({"error": {"message": "MCP is not available: the mcp extra failed to import "
@@ -115,7 +116,7 @@ class _LazyMcp:
             return
         await handle(scope, receive, send)
 
-    async def _start(self) -> Any:
+    async def _start(self) -> ASGIApp | None:
         async with self.lock:
             if self.handle is not None:
                 return self.handle
@@ -211,11 +212,11 @@ class _Guard:
     """The API-key check and the app's request checks (rate limits) in front of the SDK's ASGI handler (a
     class: Starlette passes it raw ASGI), as ServerContext.guard does for the other routes."""
 
-    def __init__(self, ctx: ServerContext, app: Any):
+    def __init__(self, ctx: ServerContext, app: ASGIApp):
         self.ctx = ctx
         self.app = app
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         keys = self.ctx.keys
         key = None
         if keys is not None:
@@ -237,7 +238,7 @@ class _Guard:
         await self.app(scope, receive, send)
 
 
-async def refused_by_checks(ctx: ServerContext, scope: Any, receive: Any, send: Any, key: Any) -> bool:
+async def refused_by_checks(ctx: ServerContext, scope: Scope, receive: Receive, send: Send, key: Any) -> bool:
     """Run the app's request checks (rate limits) for a raw ASGI route; True when one refused (answered)."""
     if ctx.checks:
         request = Request(scope, receive)

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import orjson
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .context import ServerContext
 from .mcp_routes import KEY_SCOPE, mcp_server, refused_by_checks
@@ -27,7 +28,7 @@ from .mcp_routes import KEY_SCOPE, mcp_server, refused_by_checks
 log = logging.getLogger("chainreact.server")
 
 
-async def _refuse(send: Any, status: int, message: str, code: str) -> None:
+async def _refuse(send: Send, status: int, message: str, code: str) -> None:
     body = orjson.dumps({"error": {"message": message, "code": code}})
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json")]})
@@ -55,7 +56,7 @@ class SseMcp:
                     log.warning("no MCP at /api/v1/mcp: the mcp extra failed to import: %s", exc)
             return self.parts
 
-    async def _admit(self, scope: Any, receive: Any, send: Any) -> tuple[Any, Any] | None:
+    async def _admit(self, scope: Scope, receive: Receive, send: Send) -> tuple[Any, Any] | None:
         """The server and transport, with the request's key in its scope; None when refused (answered)."""
         ctx = self.ctx
         key = None
@@ -73,7 +74,7 @@ class SseMcp:
             await _refuse(send, 501, "MCP is not available: pip install 'chainreact[mcp]'", "mcp_unavailable")
         return parts
 
-    async def stream(self, scope: Any, receive: Any, send: Any) -> None:
+    async def stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         parts = await self._admit(scope, receive, send)
         if parts is None:
             return
@@ -87,7 +88,7 @@ class SseMcp:
         except ValueError:
             return  # refused by the transport's request checks (it answered)
 
-    async def message(self, scope: Any, receive: Any, send: Any) -> None:
+    async def message(self, scope: Scope, receive: Receive, send: Send) -> None:
         parts = await self._admit(scope, receive, send)
         if parts is not None:
             await parts[1].handle_post_message(scope, receive, send)
@@ -96,10 +97,10 @@ class SseMcp:
 class _Asgi:
     """A raw ASGI app (Starlette would wrap a function or method as a request handler)."""
 
-    def __init__(self, fn: Any):
+    def __init__(self, fn: ASGIApp):
         self.fn = fn
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.fn(scope, receive, send)
 
 
