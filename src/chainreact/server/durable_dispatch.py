@@ -43,7 +43,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError
 from ..types import ErrorEvent
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from ..agent import Agent
     from ..agent.result import RunResult
-    from ..chains import RuleMsg
+    from ..chains import RuleEngine, RuleMsg
     from ..durable import DurableAgent, DurableChain, DurableChainRun, DurableFlow, DurableOptions
     from ..state import RunRecord, Store
     from .catalog import Catalog
@@ -178,7 +178,7 @@ class TemporalDispatcher:
         return await self.chain(chain_id).start(msg, run_id=run_id, stream=stream, record=run_id is not None,
                                                 trace=trace and stream)
 
-    def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
+    def start(self, registry: RunRegistry, kind: str, target: str, obj: Agent | RuleEngine, data: Any, *,
               session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
         if kind == "chain":
             # The registry's chain run (runs_chains.ChainRun: its events logged by this server, its end
@@ -186,10 +186,10 @@ class TemporalDispatcher:
             # While it runs its record is one of `owns`'s (start_chain): any server may cancel it.
             from .runs_chains import ChainRun
 
-            chain_run = ChainRun(obj, target, data, None, durable=self)
+            chain_run = ChainRun(cast("RuleEngine", obj), target, data, None, durable=self)  # kind says which
             live = LiveRun(chain_run.run_id, target, None, detached, True, chain_run, kind="chain")
             return registry.launch(live, functools.partial(self._save_chain_end, live), listen)
-        name = obj.name
+        name = cast("Agent", obj).name
         run_id = new_run_id(name)
         handle = DurableAgentRun(self, name, run_id, new={"input": data, "stream": stream, "target": target,
                                                           "session": session})

@@ -87,7 +87,7 @@ class RunDispatcher(Protocol):
     def serves(self, kind: str, target: str) -> bool:
         """Whether a run of this `kind` (agent, chain) and catalog id is dispatched."""
 
-    def start(self, registry: RunRegistry, kind: str, target: str, obj: Any, data: Any, *,
+    def start(self, registry: RunRegistry, kind: str, target: str, obj: Agent | RuleEngine, data: Any, *,
               session: str | None, detached: bool, stream: bool, listen: bool) -> LiveRun:
         """Start it and return the LiveRun (made with `registry.launch`), at once: the work is in its task."""
 
