@@ -27,8 +27,12 @@ COLORS = {"chainreact_sandboxed": "tab:orange", "chainreact": "tab:red", "pydant
 
 
 def _added(v: dict[str, Any]) -> str:
-    """The added figure with its spread over rounds (`added_spread`), when it was measured that way."""
-    return stats.fmt(v["added_spread"], 2, sign=True) if v.get("added_spread") else _f(v["added"], sign=True)
+    """The added figure (what the targets judge: for latency the percentile over all rounds' runs, for CPU
+    the median of the rounds) and in brackets the lowest and highest round's own (`added_spread`)."""
+    s = v.get("added_spread")
+    if not s or s["n"] < 2:
+        return _f(v["added"], sign=True)
+    return f"{v['added']:+.2f} [{s['min']:+.2f}–{s['max']:+.2f}]"
 
 
 def _rpm(t: dict[str, Any]) -> str:
