@@ -20,11 +20,13 @@ CHILD = textwrap.dedent('''
     from chainreact.tools import tool
 
     seen = []
+    freezes = []
 
     @tool(thread=False)
     def add(a: int, b: int) -> int:
         """Add two integers."""
         seen.append((gc.get_threshold()[0], gc.get_freeze_count() > 0, gc_load.runs_in_flight()))
+        freezes.append(gc_load._S.freezes)
         return a + b
 
     if sys.argv[3] == "tuned":  # the process tuned the collector itself (as `chainreact serve` does)
@@ -40,7 +42,7 @@ CHILD = textwrap.dedent('''
 
     answers = asyncio.run(main(sys.argv[1], int(sys.argv[2])))
     after = (gc.get_threshold(), gc.get_freeze_count() > 0)
-    print(json.dumps({"answers": answers, "seen": seen, "before": before, "after": after,
+    print(json.dumps({"answers": answers, "seen": seen, "before": before, "after": after, "freezes": freezes,
                       "in_flight_after": gc_load.runs_in_flight()}))
 ''')
 
@@ -69,6 +71,15 @@ def test_many_runs_in_flight_raise_the_threshold_and_freeze_and_it_is_undone_aft
     assert busy, out["seen"][:5]
     assert all(threshold == 50_000 and froze for threshold, froze, _ in busy), busy[:5]
     assert out["after"] == out["before"]  # thresholds back, nothing left frozen
+    assert set(out["freezes"]) == {1}  # 300 runs: frozen once, at 256
+
+
+def test_what_is_alive_is_frozen_again_each_time_the_runs_in_flight_double() -> None:
+    with _server() as srv:
+        out = _run(srv.url, 1100)
+    assert max(s[2] for s in out["seen"]) >= 1024
+    assert max(out["freezes"]) == 3  # at 256, 512 and 1,024 runs in flight
+    assert out["after"] == out["before"]
 
 
 def test_a_few_runs_leave_the_collector_alone() -> None:

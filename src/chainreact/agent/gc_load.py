@@ -9,7 +9,11 @@ time; its work per model request grows with the number of runs in flight (docs/p
 What: while at least `ENGAGE_AT` runs are in flight in the process (counted by every run's loop,
 `ReactLoop.events`), the collector's young-generation threshold is raised to `YOUNG_THRESHOLD` (fewer
 collections, each finding mostly dead objects), and the objects alive when that happens (the imported
-modules, the loaded documents, ...) are frozen (`gc.freeze()`), so full collections stop walking them.
+modules, the loaded documents, ...) are frozen (`gc.freeze()`), so full collections stop walking them;
+each time the runs in flight double again (512, 1,024, ...) what is alive is frozen again, so the
+objects of the runs started since (mostly alive until their run ends) do not make one full collection
+walk them all (a stall of a second or more at 10,000 in flight). Cyclic garbage among frozen objects
+waits for the release below.
 Objects are still freed by reference counting as before, frozen or not. When the runs in flight fall to
 `RELEASE_AT` or fewer, both are undone: the threshold the process had is put back and the frozen objects
 are unfrozen (into the oldest generation, as if never frozen).
@@ -39,6 +43,8 @@ class _State:
     engaged: bool = False
     saved: tuple[int, int, int] | None = None  # the thresholds to put back, when we changed them
     froze: bool = False  # we called gc.freeze(): unfreeze on release
+    next_freeze: int = 0  # runs in flight at which to freeze again
+    freezes: int = 0  # gc.freeze() calls since engaged
     enabled: bool | None = None  # None: read CHAINREACT_GC_TUNING
 
 
@@ -73,8 +79,11 @@ def engaged() -> bool:
 
 def run_started() -> None:
     _S.in_flight += 1
-    if not _S.engaged and _S.in_flight >= ENGAGE_AT and _enabled():
-        _engage()
+    if not _S.engaged:
+        if _S.in_flight >= ENGAGE_AT and _enabled():
+            _engage()
+    elif _S.froze and _S.in_flight >= _S.next_freeze:
+        _freeze()
 
 
 def run_ended() -> None:
@@ -92,8 +101,14 @@ def _engage() -> None:
         _S.saved = current
         gc.set_threshold(YOUNG_THRESHOLD, *current[1:])
     if gc.get_freeze_count() == 0:
-        gc.freeze()
         _S.froze = True
+        _freeze()
+
+
+def _freeze() -> None:
+    gc.freeze()
+    _S.freezes += 1
+    _S.next_freeze = max(_S.in_flight, ENGAGE_AT) * 2
 
 
 def _release() -> None:
@@ -107,3 +122,4 @@ def _release() -> None:
     if _S.froze:
         gc.unfreeze()
         _S.froze = False
+        _S.freezes = 0
