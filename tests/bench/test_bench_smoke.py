@@ -118,3 +118,23 @@ def test_a_failed_round_is_never_averaged_away() -> None:
     assert combined["spread"]["cpu_per_request_ms"]["max"] == 3.0
     failed = suite.combine([ok, {"status": "failed", "reason": "4/5 runs"}, ok])
     assert failed["status"] == "failed" and failed["reason"] == "4/5 runs"
+
+
+def test_the_suites_scale_workload_runs_chainreact_alone(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """make bench stays within its budget: the peers at 10,000 in flight are bench/scale.py --only's job."""
+    import scale
+    import suite
+
+    seen: dict[str, object] = {}
+
+    def measure(cfg: dict[str, object], fws: list[str]) -> dict[str, object]:
+        seen.update(cfg=cfg, fws=fws)
+        return {"failures": ["stopped here"]}
+
+    monkeypatch.setattr(scale, "measure", measure)
+    rc = suite.main(["--workloads", "scale", "--only", "chainreact,pydantic_ai,bare_httpx", "--no-docs",
+                     "--out", str(tmp_path)])
+    assert rc == 1  # the recorded failure, reported as one
+    assert seen["fws"] == ["chainreact"]
+    assert seen["cfg"]["budget_s"] == suite.SCALE_BUDGET_S  # type: ignore[index]
