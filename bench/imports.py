@@ -7,6 +7,7 @@ interpreter start-up is not in it; `chainreact --help` is the whole command's wa
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import shutil
@@ -83,7 +84,9 @@ def measure(repeat: int = 7, only: set[str] | None = None) -> dict[str, Any]:
         if only and base not in only:
             continue
         out["imports"][name] = {"statement": stmt, **import_time(stmt, repeat)}
-    exe = shutil.which("chainreact", path=str(ROOT / ".venv" / "bin")) or shutil.which("chainreact")
+    exe = (shutil.which("chainreact", path=str(ROOT / ".venv" / "bin"))
+           or shutil.which("chainreact", path=os.path.dirname(PYTHON))  # the running venv's
+           or shutil.which("chainreact"))
     if exe:
         out["cli_help"] = wall([exe, "--help"], repeat)
     out["python_startup"] = wall([PYTHON, "-c", "pass"], repeat)
