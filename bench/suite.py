@@ -44,15 +44,15 @@ RUNNER_WORKLOADS = ("sync", "stream", "concurrent", "build")  # run by bench/fra
 WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows", "server", "durable",
              "scale")
 
-# Sized to finish in < 15 minutes on 2 shared cores (the slowest peers cost ~20 ms CPU per request): per
-# round, the median of `reps` repetitions; the published figure is the median over `rounds` rounds.
+# Sized to finish in about 25 minutes on 2 shared cores (24.8 on 2026-12-01; the slowest peers cost ~20 ms
+# CPU per request): per round, the median of `reps` repetitions; the published figure is the median over `rounds` rounds.
 FULL = {"rounds": 3, "runs": 10, "reps": 2, "warmup": 1, "conc_runs": 500, "conc_reps": 1,
         "agents": 10_000, "build_budget": 20.0, "import_repeat": 5, "ttft_iterations": 30}
 QUICK = {"rounds": 1, "runs": 4, "reps": 2, "warmup": 1, "conc_runs": 100, "conc_reps": 1, "agents": 500,
          "build_budget": 20.0, "import_repeat": 3, "ttft_iterations": 8}
 # The suite's scale workload: chainreact alone. The peers and baselines take minutes each at 10,000 runs in
 # flight (pydantic-ai ~30 s at 500 on a loaded 2-core machine, ~20x that at 10,000), which would take
-# `make bench` far past its 15 minutes; `python bench/scale.py --only chainreact,bare_httpx,pydantic_ai`
+# `make bench` far past its 25 minutes; `python bench/scale.py --only chainreact,bare_httpx,pydantic_ai`
 # measures them beside chainreact.
 SCALE_FRAMEWORKS = ("chainreact",)
 SCALE_BUDGET_S = 300.0
