@@ -45,7 +45,8 @@ WORKLOADS = ("sync", "stream", "concurrent", "build", "imports", "ttft", "flows"
              "scale")
 
 # Sized to finish in about 25 minutes on 2 shared cores (24.8 on 2026-12-01; the slowest peers cost ~20 ms
-# CPU per request): per round, the median of `reps` repetitions; the published figure is the median over `rounds` rounds.
+# CPU per request): per round, the median of `reps` repetitions; the published figure is the median over
+# `rounds` rounds.
 FULL = {"rounds": 3, "runs": 10, "reps": 2, "warmup": 1, "conc_runs": 500, "conc_reps": 1,
         "agents": 10_000, "build_budget": 20.0, "import_repeat": 5, "ttft_iterations": 30}
 QUICK = {"rounds": 1, "runs": 4, "reps": 2, "warmup": 1, "conc_runs": 100, "conc_reps": 1, "agents": 500,
