@@ -11,6 +11,7 @@ import pytest
 
 from chainreact.server import Catalog, KeyStore, create_app
 from chainreact.server.background import BackgroundServer
+from tests.state.conftest import store_url  # noqa: F401  (the fixture: a store on SQLite and on PostgreSQL)
 
 
 class Served(BackgroundServer):

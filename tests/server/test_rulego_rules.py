@@ -3,34 +3,17 @@ latest, save, base, config, operate, delete; documents saved where they came fro
 
 from __future__ import annotations
 
-import asyncio
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 
 from chainreact.server import Catalog, create_app
-from tests.state.conftest import PG_URL, drop_schema, require_postgres
 
 from .conftest import Served
 from .rulego_shapes import PAGE, chain_shape
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The server's state store on each backend (chains kept there, run logs)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/state.db"
-        return
-    require_postgres()
-    schema = "rulego_" + uuid.uuid4().hex[:16]
-    yield f"{PG_URL}?schema={schema}"
-    asyncio.run(drop_schema(schema))
 
 
 def doubler(chain_id: str = "echo", name: str = "Echo", **info: Any) -> dict[str, Any]:
@@ -107,10 +90,10 @@ def test_a_yaml_chain_is_saved_as_yaml(serve: Any, tmp_path: Path) -> None:
     assert yaml.safe_load((folder / "echo.yaml").read_text())["ruleChain"]["name"] == "Renamed"
 
 
-def test_a_new_chain_lives_in_the_state_store_and_survives_a_restart(tmp_path: Path, state_url: str) -> None:
+def test_a_new_chain_lives_in_the_state_store_and_survives_a_restart(tmp_path: Path, store_url: str) -> None:
     folder = tmp_path / "served"
     folder.mkdir()
-    state = state_url
+    state = store_url
 
     def served() -> Served:
         return Served(create_app(Catalog.load([folder]), state=state))

@@ -5,38 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from chainreact.state import open_store
 from chainreact.state.checkpoint import RunSnapshot, save_snapshot
 from chainreact.types import Message
 from tests.server.runs_helpers import agent_doc, sse_events, wait_status
-from tests.state.conftest import PG_URL, drop_schema, require_postgres
 
 TEXT = "one two three four five six seven eight nine ten eleven twelve"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/state.db"
-        return
-    require_postgres()
-    schema = "srv_" + uuid.uuid4().hex[:16]
-    yield f"{PG_URL}?schema={schema}"
-    asyncio.run(drop_schema(schema))
-
-
 def test_detached_run_events_resume_after_a_reconnect_without_gaps_or_duplicates(
-        fake_llm: Any, serve: Any, state_url: str) -> None:
+        fake_llm: Any, serve: Any, store_url: str) -> None:
     llm = fake_llm([{"text": TEXT, "chunks": 12, "chunk_delay": 0.05}])
-    srv = serve({"helper.json": agent_doc(llm.url)}, state=state_url)
+    srv = serve({"helper.json": agent_doc(llm.url)}, state=store_url)
     r = httpx.post(f"{srv.url}/api/v1/agents/helper/runs", json={"input": "count", "detached": True},
                    timeout=10)
     assert r.status_code == 202, r.text
@@ -119,13 +104,13 @@ def test_cancel_a_detached_run_and_what_cancel_refuses(fake_llm: Any, serve: Any
                       timeout=10).status_code == 409
 
 
-def test_interrupted_run_resumed_with_answers(fake_llm: Any, serve: Any, state_url: str) -> None:
+def test_interrupted_run_resumed_with_answers(fake_llm: Any, serve: Any, store_url: str) -> None:
     llm = fake_llm([
         {"tool_calls": [{"id": "q1", "name": "ask_user",
                          "arguments": {"question": "Which unit?", "schema": {"enum": ["C", "F"]}}}]},
         {"text": "It is 70 F."},
     ])
-    srv = serve({"helper.json": agent_doc(llm.url, tools=["ask_user"])}, state=state_url)
+    srv = serve({"helper.json": agent_doc(llm.url, tools=["ask_user"])}, state=store_url)
     r = httpx.post(f"{srv.url}/api/v1/agents/helper/runs", json={"input": "weather?"}, timeout=10)
     view = r.json()
     assert view["status"] == "interrupted", view
@@ -223,10 +208,10 @@ def chat_chain(url: str) -> dict[str, Any]:
                 "url": url, "key": "unused", "model": "fake-model", "maxRetries": -1}}], "connections": []}}
 
 
-def test_chain_runs(fake_llm: Any, serve: Any, state_url: str) -> None:
+def test_chain_runs(fake_llm: Any, serve: Any, store_url: str) -> None:
     llm = fake_llm([{"text": "chained answer", "chunks": 3},
                     {"text": "x" * 300, "chunks": 300, "chunk_delay": 0.05}])
-    srv = serve({"chat.json": chat_chain(llm.url)}, state=state_url)
+    srv = serve({"chat.json": chat_chain(llm.url)}, state=store_url)
     base = f"{srv.url}/api/v1"
     with httpx.stream("POST", f"{base}/rules/chat/runs", json={"input": "hello", "stream": True},
                       timeout=10) as resp:
