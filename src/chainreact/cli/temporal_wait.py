@@ -38,10 +38,17 @@ async def live_pollers(client: Any, task_queue: str) -> int:
                if not p.HasField("last_access_time") or now - p.last_access_time.ToSeconds() < LIVE_POLL)
 
 
-async def warn_while_no_worker(client: Any, args: argparse.Namespace, run_id: str) -> None:
-    """Say on stderr when no worker polls the run's task queue (and when one comes)."""
+def _worker_came(args: argparse.Namespace, run_id: str) -> None:
+    write(f"a worker polls task queue {args.task_queue!r} now: run {run_id} goes on\n", sys.stderr)
+
+
+async def warn_while_no_worker(client: Any, args: argparse.Namespace, run_id: str,
+                               waiting: list[bool] | None = None) -> None:
+    """Say on stderr when no worker polls the run's task queue (and when one comes). `waiting[0]` is True
+    while the "no worker" line stands unanswered (follow() says the worker came if the run ends first)."""
     await asyncio.sleep(FIRST_CHECK)
     said = False
+    waiting = waiting if waiting is not None else [False]
     while True:
         try:
             n = await live_pollers(client, args.task_queue)
@@ -50,7 +57,8 @@ async def warn_while_no_worker(client: Any, args: argparse.Namespace, run_id: st
                   sys.stderr)
             return
         if n and said:
-            write(f"a worker polls task queue {args.task_queue!r} now: run {run_id} goes on\n", sys.stderr)
+            waiting[0] = False
+            _worker_came(args, run_id)
         if n:
             return
         if not said:
@@ -59,7 +67,7 @@ async def warn_while_no_worker(client: Any, args: argparse.Namespace, run_id: st
             write(f"waiting: no worker polls task queue {args.task_queue!r} at {args.temporal}: run {run_id} "
                   f"is queued until one starts, e.g. `chainreact worker {args.config} --temporal "
                   f"{args.temporal} --task-queue {args.task_queue}`; waiting {give_up}\n", sys.stderr)
-            said = True
+            said = waiting[0] = True
         await asyncio.sleep(RECHECK)
 
 
@@ -81,7 +89,8 @@ async def taken_within(handle: Any, seconds: float) -> bool:
 async def follow(client: Any, args: argparse.Namespace, run: Any, work: Callable[[], Awaitable[int]]) -> int:
     """`work()` (following the run to its end), with the worker watch beside it; with `--wait`, only once a
     worker took the run within that many seconds."""
-    watch = asyncio.create_task(warn_while_no_worker(client, args, run.run_id))
+    waiting = [False]
+    watch = asyncio.create_task(warn_while_no_worker(client, args, run.run_id, waiting))
     try:
         if args.wait and not await taken_within(run.handle, args.wait):
             ns = "" if args.namespace == "default" else f" --namespace {args.namespace}"
@@ -90,6 +99,11 @@ async def follow(client: Any, args: argparse.Namespace, run: Any, work: Callable
                   f"durable status {run.run_id} --temporal {args.temporal}{ns}` (or `durable cancel`)\n",
                   sys.stderr)
             return EXIT_NOT_DONE
-        return await work()
+        code = await work()
+        if waiting[0]:  # a worker came and ended the run between two checks: say so still
+            watch.cancel()
+            waiting[0] = False
+            _worker_came(args, run.run_id)
+        return code
     finally:
         watch.cancel()
