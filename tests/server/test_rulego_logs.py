@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 from websockets.sync.client import connect
 
-from . import test_rulego_rules
 from .rulego_shapes import (
     DEBUG_DATA,
     DEBUG_PAGE,
@@ -23,8 +22,6 @@ from .rulego_shapes import (
     has_shape,
 )
 
-state_url = test_rulego_rules.state_url  # the fixture: the store on SQLite and on PostgreSQL
-
 
 def filter_chain() -> dict[str, Any]:
     return {"ruleChain": {"id": "hot", "name": "Hot"},
@@ -35,8 +32,8 @@ def filter_chain() -> dict[str, Any]:
                 "connections": [{"fromId": "f", "toId": "x", "type": "True"}]}}
 
 
-def test_a_debug_message_leaves_a_run_log_in_rulegos_shape(serve: Any, state_url: str) -> None:
-    srv = serve({"hot.json": filter_chain()}, state=state_url)
+def test_a_debug_message_leaves_a_run_log_in_rulegos_shape(serve: Any, store_url: str) -> None:
+    srv = serve({"hot.json": filter_chain()}, state=store_url)
     u = srv.url + "/api/v1"
     # without debug mode nothing is logged (nor paid for)
     assert httpx.post(u + "/rules/hot/execute/T", json={"t": 60}).json() == {"t": 60, "alarm": True}

@@ -12,7 +12,6 @@ import openai
 
 from chainreact.state import open_store
 from tests.server.runs_helpers import agent_doc, sse_events, wait_status
-from tests.server.test_runs import state_url  # noqa: F401 (the fixture: SQLite and PostgreSQL)
 
 
 def _history(url: str, session: str) -> list[tuple[str, str]]:
@@ -22,10 +21,10 @@ def _history(url: str, session: str) -> list[tuple[str, str]]:
     return asyncio.run(read())
 
 
-def test_chat_user_is_the_session_key(fake_llm: Any, serve: Any, state_url: str) -> None:  # noqa: F811
+def test_chat_user_is_the_session_key(fake_llm: Any, serve: Any, store_url: str) -> None:
     llm = fake_llm([{"text": "Hello Ann."}, {"text": "Your name is Ann."}, {"text": "Still Ann."},
                     {"text": "Who?"}])
-    srv = serve({"helper.json": agent_doc(llm.url)}, state=state_url)
+    srv = serve({"helper.json": agent_doc(llm.url)}, state=store_url)
     client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none")
 
     first = client.chat.completions.with_raw_response.create(
@@ -50,7 +49,7 @@ def test_chat_user_is_the_session_key(fake_llm: Any, serve: Any, state_url: str)
     # another session knows nothing of it; no session, stateless
     client.chat.completions.create(model="helper", user="bob", messages=[{"role": "user", "content": "Me?"}])
     assert [m["content"] for m in llm.chat_requests[3].messages] == ["You help.", "Me?"]
-    assert _history(state_url, "agent:helper:ann") == [
+    assert _history(store_url, "agent:helper:ann") == [
         ("user", "I am Ann."), ("assistant", "Hello Ann."), ("user", "My name?"),
         ("assistant", "Your name is Ann."), ("user", "Sure?"), ("assistant", "Still Ann.")]
 
