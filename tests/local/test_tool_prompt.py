@@ -64,6 +64,37 @@ def test_grammar_of_a_turn() -> None:
         tool_prompt.turn_grammar([ADD], "sub")
 
 
+OUTPUT = {"type": "object", "properties": {"response": {"type": "string"}, "resolved": {"type": "boolean"}},
+          "required": ["response", "resolved"]}
+
+
+def test_a_requested_json_answer_is_written_from_its_schema() -> None:
+    # a flow node with tools and an output.schema: the answer branch is JSON of that schema, not free text
+    g = tool_prompt.turn_grammar([ADD], "auto", OUTPUT)
+    rules = dict(line.split(" ::= ", 1) for line in g.splitlines())
+    assert rules["root"] == "call-add | answer"
+    assert rules["answer"] == '"answer: " answer-json'
+    assert rules["answer-json"] == ('"{" "\\"response\\": " string ", " "\\"resolved\\": " boolean "}"')
+    assert "[^\\n]" not in g  # no free-text line left
+    assert_closed(g)
+    # the prompt says so, and the answer parses to the JSON text the schema check reads
+    prompt = tool_prompt.render_prompt([SYSTEM, USER], [ADD], OUTPUT)
+    assert "answer as a JSON object with the fields response (string), resolved (boolean)" in prompt
+    msg = tool_prompt.parse_turn('answer: {"response": "Done.", "resolved": true}', [ADD])
+    assert json.loads(msg["content"]) == {"response": "Done.", "resolved": True}
+    # without a schema nothing changes
+    assert "answer-json" not in tool_prompt.turn_grammar([ADD], "auto")
+
+
+def test_answer_schema_of_a_response_format() -> None:
+    from chainreact.local.llama_entry import answer_schema
+
+    assert answer_schema({"type": "json_object", "schema": OUTPUT}) == OUTPUT
+    assert answer_schema({"type": "json_schema", "json_schema": {"name": "o", "schema": OUTPUT}}) == OUTPUT
+    assert answer_schema({"type": "json_object"}) == {}
+    assert answer_schema({"type": "text"}) is None and answer_schema(None) is None
+
+
 def test_schema_rules() -> None:
     b = GrammarBuilder()
     name = b.rule_for(ODD["function"]["parameters"], "odd-args")
@@ -92,6 +123,7 @@ def test_llama_cpp_compiles_the_grammars() -> None:
 
     for tools, choice in (([ADD], "auto"), ([ADD, ODD], "required"), ([ODD], "odd")):
         LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice), verbose=False)
+    LlamaGrammar.from_string(tool_prompt.turn_grammar([ADD], "auto", OUTPUT), verbose=False)
 
 
 def test_parse_turn() -> None:

@@ -21,6 +21,10 @@ after repairing the messages it renders badly (measured in docs/local-model.md):
 
 It also accepts OpenAI's `response_format` `json_schema` (which the server rejects with a 500) by passing it
 on as the server's own `json_object` + `schema`, which llama.cpp enforces as a grammar (JsonSchemaFormat).
+A request with both tools and a response_format (a flow node with tools and an `output.schema`) has the
+answer branch of its turn grammar written from that schema (tool_prompt.turn_grammar), so the answer is
+valid JSON there too; before, the turn grammar ignored the format and the answer was free text that no
+schema check could pass.
 """
 
 from __future__ import annotations
@@ -135,15 +139,29 @@ def _replay(first: list[Any], receive: Any) -> Any:
     return replay
 
 
+def answer_schema(response_format: Any) -> dict[str, Any] | None:
+    """The JSON schema a request's response_format asks the answer to follow (after JsonSchemaFormat:
+    `{"type": "json_object", "schema": S}`), {} for JSON without a schema, None for free text."""
+    if not isinstance(response_format, dict):
+        return None
+    if response_format.get("type") not in ("json_object", "json_schema"):
+        return None
+    schema = response_format.get("schema")
+    if schema is None and isinstance(response_format.get("json_schema"), dict):
+        schema = response_format["json_schema"].get("schema")
+    return schema if isinstance(schema, dict) else {}
+
+
 def tool_turn(llama: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]], choice: str,
-              max_tokens: int | None, stream: bool) -> Any:
-    """One assistant turn of a tool-bearing request (module docstring), as a chat completion or chunks."""
+              max_tokens: int | None, stream: bool, schema: dict[str, Any] | None = None) -> Any:
+    """One assistant turn of a tool-bearing request (module docstring), as a chat completion or chunks.
+    `schema`: the answer's JSON schema when the request asks for JSON (answer_schema)."""
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    prompt = tool_prompt.render_prompt(messages, tools)
+    prompt = tool_prompt.render_prompt(messages, tools, schema)
 
     def sample(choice: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        grammar = LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice), verbose=False)
+        grammar = LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice, schema), verbose=False)
         completion = llama.create_completion(
             prompt=prompt, grammar=grammar, temperature=0.0, top_k=1, repeat_penalty=1.0,
             max_tokens=max_tokens or 512, stop=["<|im_end|>"], stream=False,
@@ -185,7 +203,7 @@ def register() -> None:
         choice = tool_prompt.effective_choice(messages, tools, kwargs.get("tool_choice"))
         if choice is not None:
             return tool_turn(kwargs["llama"], messages, tools, choice, kwargs.get("max_tokens"),
-                             bool(kwargs.get("stream")))
+                             bool(kwargs.get("stream")), answer_schema(kwargs.get("response_format")))
         kwargs["messages"] = prepare_messages(messages, Markup, with_tools=False)
         kwargs["tools"] = kwargs["functions"] = kwargs["tool_choice"] = kwargs["function_call"] = None
         return base(**kwargs)

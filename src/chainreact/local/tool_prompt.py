@@ -93,12 +93,25 @@ def _args_text(raw: Any) -> str:
     return json.dumps(raw, ensure_ascii=False, separators=(", ", ": "))
 
 
-def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> str:
-    """The ChatML prompt for a tool-bearing request, ending where the assistant's turn starts."""
+def schema_note(schema: dict[str, Any] | None) -> str:
+    """What the answer must look like when the request asks for JSON (response_format): its fields."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict) or not props:
+        return "Write the answer as JSON."
+    kinds = {k: v.get("type", "any") if isinstance(v, dict) else "any" for k, v in props.items()}
+    fields = ", ".join(f"{k} ({t})" for k, t in kinds.items())
+    return f"Write the answer as a JSON object with the fields {fields}."
+
+
+def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]],
+                  answer_schema: dict[str, Any] | None = None) -> str:
+    """The ChatML prompt for a tool-bearing request, ending where the assistant's turn starts.
+    `answer_schema`: the request's response_format schema, if any (the answer is then JSON)."""
     turns: list[tuple[str, str]] = []
     system = [text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
     head = "\n\n".join(s for s in system if s.strip())
-    guide = f"Tools:\n{tool_listing(tools)}\n\n{FORMAT_NOTE}\n\n{EXAMPLE}"
+    note = FORMAT_NOTE if answer_schema is None else f"{FORMAT_NOTE} {schema_note(answer_schema)}"
+    guide = f"Tools:\n{tool_listing(tools)}\n\n{note}\n\n{EXAMPLE}"
     turns.append(("system", f"{head}\n\n{guide}" if head else guide))
     for m in messages:
         role = m.get("role")
@@ -121,9 +134,11 @@ def render_prompt(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, 
     return body + "<|im_start|>assistant\n"
 
 
-def turn_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
+def turn_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto",
+                 answer_schema: dict[str, Any] | None = None) -> str:
     """GBNF for one assistant turn. `choice`: "auto", "required", "answer" (no call), or the name of the
-    tool to call."""
+    tool to call. With `answer_schema` (the request's response_format) the answer is JSON valid against it,
+    one line, instead of free text: a flow node's output schema holds on this model too."""
     builder = GrammarBuilder()
     calls = []
     for t in tools if choice != ANSWER_ONLY else ():
@@ -137,7 +152,11 @@ def turn_grammar(tools: Sequence[dict[str, Any]], choice: str = "auto") -> str:
         raise ValueError(f"tool_choice names {choice!r}, which is not among the offered tools")
     alternatives = list(calls)
     if choice in ("auto", ANSWER_ONLY) or not calls:
-        alternatives.append(builder.add("answer", f'{literal(ANSWER)} [^\\n] [^\\n]{{0,{MAX_ANSWER - 1}}}'))
+        if answer_schema is None:
+            body = f'[^\\n] [^\\n]{{0,{MAX_ANSWER - 1}}}'
+        else:
+            body = builder.rule_for(answer_schema, "answer-json")
+        alternatives.append(builder.add("answer", f"{literal(ANSWER)} {body}"))
     return builder.text(" | ".join(alternatives))
 
 
