@@ -6,7 +6,7 @@ from .documents import FoundDocument, FoundDocuments, find_documents
 from .endpoint import env_api_key, env_endpoint, with_default_endpoint
 from .globals import build_globals, parse_global
 from .kinds import DocumentKind, detect_document_kind
-from .loader import AgentDocument, UnknownFieldWarning, json_schema, load_document, parse_text
+from .loader import AgentDocument, UnknownFieldWarning, load_document, parse_text
 from .models import (
     AgentConfig,
     ChatMessage,
@@ -25,6 +25,7 @@ from .resolve import (
     template_context,
     uses_embedded_model,
 )
+from .schema import json_schema
 
 __all__ = [
     "AgentConfig",

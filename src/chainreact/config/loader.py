@@ -239,24 +239,3 @@ def _raise_invalid(e: ValidationError, prefix: str, source: str | None) -> NoRet
         errors=list(seen.items()),
     ) from None
 
-
-def json_schema() -> dict[str, Any]:
-    """JSON Schema of an agent document (bare configuration or rule-chain node), for editors."""
-    from .models import RuleChainNode
-
-    agent = AgentConfig.model_json_schema(by_alias=True)
-    node = RuleChainNode.model_json_schema(by_alias=True)
-    defs = {**agent.pop("$defs", {}), **node.pop("$defs", {})}
-    defs["AgentConfig"] = agent
-    node["properties"]["configuration"] = {"$ref": "#/$defs/AgentConfig"}
-    defs["RuleChainNode"] = node
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "chainreact agent document",
-        "anyOf": [
-            {"$ref": "#/$defs/RuleChainNode"},
-            # a bare configuration is anything that is not shaped like a node
-            {"allOf": [{"$ref": "#/$defs/AgentConfig"}, {"not": {"required": ["configuration"]}}]},
-        ],
-        "$defs": defs,
-    }

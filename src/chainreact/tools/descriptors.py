@@ -257,13 +257,14 @@ def descriptor_json_schema() -> dict[str, Any]:
 def document_json_schema() -> dict[str, Any]:
     """config.json_schema() (the agent document) with the typed descriptor parts added to its
     ToolDescriptor definition: what `chainreact schema` prints."""
-    from ..config.loader import json_schema
+    from ..config import json_schema
 
     schema = json_schema()
     parts = descriptor_json_schema()
     defs = schema.setdefault("$defs", {})
     for name, part in parts["$defs"].items():
         defs.setdefault(name, part)
-    if "ToolDescriptor" in defs:
-        defs["ToolDescriptor"] = {**defs["ToolDescriptor"], "allOf": parts["allOf"]}
+    for name in ("ToolDescriptor", "ToolDescriptorLenient"):  # strict, and for "unknownFields": "warn"
+        if name in defs:
+            defs[name] = {**defs[name], "allOf": parts["allOf"]}
     return schema
