@@ -130,3 +130,20 @@ def test_no_url_without_the_embedded_model_or_openai_variables_cannot_run(tmp_pa
     # with the openai SDK's variables set, the url-less ones go there: only url 'local' is left
     ready, _ = _ready([str(tmp_path / "docs")], _env([hidden], OPENAI_BASE_URL="http://127.0.0.1:9/v1"))
     assert [item["id"] for item in ready["cannot_run"]] == ["agent-local"]
+
+
+def test_serve_temporal_leaves_a_url_less_endpoint_to_the_workers(tmp_path: Path, monkeypatch: Any) -> None:
+    """With --temporal the workers call the model, in their environment: the server's own (no embedded
+    model here) says nothing about them. A placeholder left in a chain node's url is still said."""
+    import sys
+
+    from chainreact.server import Catalog, cannot_run
+
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHAINREACT_LOCAL_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as without the `local` extra
+    _write(tmp_path / "docs", {"agent": _agent("agent", model="m"),
+                               "chain": _chain("chain", {"url": "${global.llm_url}", "model": "m"})})
+    catalog = Catalog.load([str(tmp_path / "docs")])
+    assert sorted(i["id"] for i in cannot_run(catalog)) == ["agent", "chain"]
+    assert [i["id"] for i in cannot_run(catalog, in_process=False)] == ["chain"]

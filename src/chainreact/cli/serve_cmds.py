@@ -63,7 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"not loaded: {one_line(line)}", file=sys.stderr)
     from ..server import cannot_run
 
-    for item in cannot_run(catalog):
+    for item in cannot_run(catalog, in_process=not args.temporal):
         print(f"cannot run: {item['kind']} {item['id']!r} ({item['source']}): {item['why']}", file=sys.stderr)
     if not catalog.entries:
         print("error: nothing to serve", file=sys.stderr)

@@ -102,7 +102,8 @@ def create_app(catalog: Catalog, config: ServerConfig | None = None, /, **option
         kinds = [e.kind for e in catalog.entries.values()]
         return JSONResponse({"status": "ready", "agents": kinds.count("agent"),
                              "chains": kinds.count("chain"), "flows": kinds.count("flow"),
-                             "problems": catalog.problems, "cannot_run": cannot_run(catalog)})
+                             "problems": catalog.problems,
+                             "cannot_run": cannot_run(catalog, in_process=ctx.config.temporal is None)})
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz)]
     for module in ROUTE_MODULES:

@@ -16,7 +16,8 @@ each failover):
   (`"${env('LLM_URL')}/v1"` with LLM_URL unset is "/v1");
 - for every kind, an endpoint that names no URL goes to OPENAI_BASE_URL / OPENAI_API_KEY when one is set,
   else to the embedded model (config/endpoint.py): without the `local` extra (and no CHAINREACT_LOCAL_URL)
-  that endpoint cannot run.
+  that endpoint cannot run. Not judged with `serve --temporal`: the workers call the model, in their own
+  environment.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ _FLOW_PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\{\{[^}]*\}\}")
 _URL = re.compile(r"https?://[^/\s]+(/\S*)?", re.IGNORECASE)
 
 
-def cannot_run(catalog: Catalog) -> list[dict[str, str]]:
-    """One {"id", "kind", "source", "why"} per served document that cannot run (module doc)."""
+def cannot_run(catalog: Catalog, *, in_process: bool = True) -> list[dict[str, str]]:
+    """One {"id", "kind", "source", "why"} per served document that cannot run (module doc). With
+    `in_process=False` (serve --temporal: workers make the model calls, in their own environment) an
+    endpoint without a URL is not judged by this process's environment."""
     out: list[dict[str, str]] = []
-    embedded = _Embedded()
+    embedded = _Embedded(in_process)
     for entry in catalog.entries.values():
         whys = list(_entry_whys(entry, catalog, embedded))
         if whys:
@@ -154,20 +157,20 @@ class _Embedded:
     """Whether an endpoint without a URL can run: the environment's endpoint, else the embedded model
     (looked up once per check, without importing it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_process: bool) -> None:
+        self.in_process = in_process
         self._missing: str | None = None
 
-    @staticmethod
-    def env_set() -> bool:
+    def env_set(self) -> bool:
         from ..config import env_endpoint
 
-        return env_endpoint() is not None
+        return not self.in_process or env_endpoint() is not None
 
     def missing(self) -> str:
         """The first module of the `local` extra that is not installed; "" when it can run."""
         from ..local import LOCAL_URL_ENV, local_extra_available
 
-        if os.environ.get(LOCAL_URL_ENV, "").strip():
+        if not self.in_process or os.environ.get(LOCAL_URL_ENV, "").strip():
             return ""  # a running llama.cpp server is named: nothing to start
         if self._missing is None:
             self._missing = local_extra_available()
