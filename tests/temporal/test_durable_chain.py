@@ -246,3 +246,44 @@ async def test_agent_node_session_history_equals_in_process(temporal_client: Any
     assert sent[3] == sent[1] and [m["content"] for m in sent[3]] == ["hi", "hello", "again"]
     assert children == ["chainreact.agent"]  # the agent still runs as a child workflow
     assert "chainreact.chain.agent_input" in acts and "chainreact.chain.agent_save" in acts
+
+
+ANSWERED_BY = {"ruleChain": {"id": "asst", "name": "asst"},
+               "metadata": {"nodes": [
+                   {"id": "agent", "type": "ai/agent", "configuration": {"systemPrompt": "Answer."}},
+                   {"id": "audit", "type": "metadataTransform",
+                    "configuration": {"mapping": {"answeredBy": "metadata.model"}}}],
+                   "connections": [{"fromId": "agent", "toId": "audit", "type": "Success"}]}}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("where", ["openai-env", "openai-env-model", "embedded"])
+async def test_url_less_agent_node_says_who_answered_as_in_process(temporal_client: Any, task_queue: str,
+                                                                   monkeypatch: Any, where: str,
+                                                                   stream: bool) -> None:
+    """A node without url (examples/chains/assistant.json) runs where OPENAI_BASE_URL points, with
+    OPENAI_DEFAULT_MODEL (else gpt-4o-mini), or on the embedded model (here CHAINREACT_LOCAL_URL names a
+    running one): its answer's metadata.model, read as `answeredBy`, is the same on Temporal as in
+    process, child workflow and stream mode alike."""
+    with FakeLLM([{"text": "ok"}] * 2) as llm:
+        for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_DEFAULT_MODEL", "CHAINREACT_LOCAL_URL"):
+            monkeypatch.delenv(var, raising=False)
+        if where == "embedded":
+            monkeypatch.setenv("CHAINREACT_LOCAL_URL", llm.url)
+        else:
+            monkeypatch.setenv("OPENAI_BASE_URL", llm.url)
+            if where == "openai-env-model":
+                monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "fake-model")
+        meta = {"stream": "true"} if stream else {}
+        local = _engine(ANSWERED_BY)
+        msg = RuleMsg(type="Q", data="hi", data_type="TEXT", metadata=meta)
+        expected = await local.run("asst", msg.copy())
+        local.close()
+        async with durable_chain_worker(temporal_client, task_queue, ChainHost(_engine(ANSWERED_BY))):
+            got = await DurableChain("asst", client=temporal_client, task_queue=task_queue).run(msg.copy())
+        requested = [r.body["model"] for r in llm.chat_requests]
+    said = [e.msg.metadata.get("answeredBy") for e in got]
+    assert said == [e.msg.metadata.get("answeredBy") for e in expected]
+    if where != "embedded":
+        named = {"openai-env": "gpt-4o-mini", "openai-env-model": "fake-model"}[where]
+        assert said == [requested[1]] == [named]
