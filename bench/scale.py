@@ -38,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stats
 from procs import BENCH, Server, run_runner, verify
 
-FRAMEWORKS = {"bare_httpx": "bare httpx", "chainreact": "chainreact", "pydantic_ai": "pydantic-ai",
-              "openai_agents": "openai-agents", "langgraph": "langgraph", "agno": "agno"}
+FRAMEWORKS = {"bare_httpx": "bare httpx", "bare_openai": "bare openai SDK", "chainreact": "chainreact",
+              "pydantic_ai": "pydantic-ai", "openai_agents": "openai-agents", "langgraph": "langgraph",
+              "agno": "agno"}
 # sse: streamed chat completions at once against `chainreact serve` (0: no such cell)
 FULL = {"sizes": [500, 10_000], "rounds": 3, "budget_s": 900.0, "sse": 2000}
 QUICK = {"sizes": [50, 400], "rounds": 1, "budget_s": 300.0, "sse": 100}
@@ -54,17 +55,32 @@ def cell(fw: str, size: int, budget: float) -> dict[str, Any]:
     """One framework at one size in fresh processes (model server and runner)."""
     t0 = time.perf_counter()
     with Server.start(latency=LATENCY) as srv:
-        r = run_runner(fw, srv.url, "scale", ["--runs", str(size), "--warmup", "1"], timeout=budget)
+        # The runs get `budget` s; the process some more to start, warm up and cancel what is left.
+        args = ["--runs", str(size), "--warmup", "1", "--deadline", str(budget)]
+        r = run_runner(fw, srv.url, "scale", args, timeout=budget + 180)
         counts = srv.stop()
     r["server_counts"] = counts
     r["elapsed_s"] = time.perf_counter() - t0
-    if r.get("status") == "ok" and r.get("failed"):
+    if r.get("status") == "ok" and r.get("unfinished"):
+        r.update(status="unfinished", reason=unfinished(r, budget))
+    elif r.get("status") == "ok" and r.get("failed"):
         r["status"] = "failed runs"  # a result for a peer; for chainreact a failure of the bench
     elif r.get("status") == "ok":
         problems = verify(r, counts)
         if problems:
             r.update(status="failed", reason="; ".join(problems))
     return r
+
+
+def done(r: dict[str, Any]) -> int:
+    """Runs of the measured batch that completed as scripted (the warm-up's left out)."""
+    return int(r["completed"]) - (int(r["runs"]) - int(r["in_flight"]))
+
+
+def unfinished(r: dict[str, Any], budget: float) -> str:
+    """What a cell that ran out of its budget did (a peer too slow for it still has a result)."""
+    return (f"did not finish in {budget:.0f} s: {done(r):,} of {r['in_flight']:,} done, "
+            f"{r['failed']:,} failed, {r['unfinished']:,} still running")
 
 
 def sse_cell(clients: int, budget: float) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""bench/scale.py's section of docs/performance.md (block `generated:scale`).
+"""bench/scale.py's section of docs/performance.md (blocks `generated:scale` and `generated:scale-peers`).
 
     python bench/scale_report.py [bench/results/scale-latest.json]
+    python bench/scale_report.py --peers RESULT.json [RESULT.json ...]   # separate runs, a row per cell
 """
 
 from __future__ import annotations
@@ -79,6 +80,48 @@ def block(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def peer_row(fw: str, size: int, c: dict[str, Any], meta: dict[str, Any]) -> str:
+    """One cell of a separate run: what the framework did in its budget, with the figures it has."""
+    ran = c.get("status") in ("ok", "failed runs", "unfinished")
+    if c.get("status") == "ok":
+        outcome = "finished"
+    elif c.get("status") == "failed runs":
+        outcome = f"finished, {c['failed']:,} failed"
+    else:
+        outcome = str(c.get("reason") or c.get("status"))
+    answered = (c.get("server_counts") or {}).get("requests")
+    # Per model request the server answered: the runs still going at the deadline had made some.
+    cpu = c["cpu_s"] / answered * 1e3 if ran and answered and "cpu_s" in c else None
+    cells = [f"{scale.done(c):,}", f"{c['failed']:,}", f"{c.get('unfinished', 0):,}",
+             f"{c['wall_s']:.0f}", f"{cpu:.2f}" if cpu else "n/a", f"{c['lag_p99_ms']:,.0f}",
+             f"{c['peak_rss_mb']:.0f}"] if ran else ["n/a"] * 7
+    load = f"{meta['load_avg_start'][0]:.1f} / {meta['load_avg_end'][0]:.1f}"
+    return (f"| {scale.FRAMEWORKS[fw]} | {size:,} | {outcome} | {' | '.join(cells)} | "
+            f"{meta['date']}, load {load} |")
+
+
+def peers_block(results: list[dict[str, Any]]) -> str:
+    """The frameworks at the largest size, each from its own run of bench/scale.py (a row per cell)."""
+    budgets = sorted({f"{r['meta']['settings']['budget_s']:.0f}" for r in results})
+    lines = [
+        f"Each framework alone at its largest size, one round, a budget of {' or '.join(budgets)} s for "
+        "the runs (`bench/scale.py --only NAME --sizes 10000 --rounds 1 --sse 0 --budget N --no-docs "
+        "--out DIR`, then `python bench/scale_report.py --peers DIR/scale-latest.json ...`). Runs still "
+        "going at the deadline are counted and cancelled; CPU is the client process's per model request "
+        "the server answered.",
+        "",
+        "| Framework | in flight | outcome | runs done | failed | unfinished | wall s | CPU ms/req "
+        "| lag p99 ms | peak RSS MB | run (UTC), load start / end |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        sizes = [str(s) for s in res["meta"]["settings"]["sizes"]]
+        for fw, per in res["frameworks"].items():
+            for c in per[sizes[-1]]["cells"]:
+                lines.append(peer_row(fw, int(sizes[-1]), c, res["meta"]))
+    return "\n".join(lines)
+
+
 def write(res: dict[str, Any]) -> Path:
     doc = DOC.read_text(encoding="utf-8")
     doc = replace_block(doc, "scale", block(res))
@@ -88,6 +131,17 @@ def write(res: dict[str, Any]) -> Path:
     return DOC
 
 
+def write_peers(results: list[dict[str, Any]]) -> Path:
+    doc = replace_block(DOC.read_text(encoding="utf-8"), "scale-peers", peers_block(results))
+    tmp = DOC.with_suffix(".md.tmp")
+    tmp.write_text(doc, encoding="utf-8")
+    tmp.replace(DOC)
+    return DOC
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--peers"]:
+        print(write_peers([json.loads(Path(a).read_text()) for a in sys.argv[2:]]))
+        sys.exit(0)
     src = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bench" / "results" / "scale-latest.json"
     print(write(json.loads(src.read_text())))

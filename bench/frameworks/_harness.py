@@ -253,9 +253,11 @@ class GcProbe:
                 "gc_full_walked": self.full_walked}
 
 
-async def _scale(adapter: Adapter, url: str, runs: int, warmup: int) -> dict[str, Any]:
+async def _scale(adapter: Adapter, url: str, runs: int, warmup: int,
+                 deadline: float = 0.0) -> dict[str, Any]:
     """`runs` runs at once in this process, as `_concurrent`, with the event loop's lag, the time in the
-    collector and every failed run counted (bench/scale.py)."""
+    collector and every failed run counted (bench/scale.py). With a `deadline` (s), runs still going then
+    are counted as unfinished and cancelled: a peer too slow for the budget still reports what it did."""
     agent = adapter.make_agent(url, False)
     checker = Checker()
     for _ in range(warmup):
@@ -271,9 +273,14 @@ async def _scale(adapter: Adapter, url: str, runs: int, warmup: int) -> dict[str
     lag.start()
     gcp.start()
     c0, w0 = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(runs)))
+    tasks = [asyncio.ensure_future(one()) for _ in range(runs)]
+    _, pending = await asyncio.wait(tasks, timeout=deadline or None)
     c1, w1 = time.process_time(), time.perf_counter()
     out = {**lag.stop(), **gcp.stop()}
+    if pending:
+        for t in pending:
+            t.cancel()
+        await asyncio.wait(pending, timeout=60)
     out["gc_full_walked_per_request"] = out["gc_full_walked"] / (runs * REQUESTS_PER_RUN)
     if adapter.aclose is not None:
         await adapter.aclose(agent)
@@ -281,6 +288,9 @@ async def _scale(adapter: Adapter, url: str, runs: int, warmup: int) -> dict[str
     return {
         **out,
         "in_flight": runs,
+        "unfinished": len(pending),
+        "deadline_s": deadline,
+        "cpu_s": c1 - c0,
         "wall_s": w1 - w0,
         "cpu_per_request_ms": (c1 - c0) / (runs * REQUESTS_PER_RUN) * 1e3,
         "runs": total_runs,
@@ -366,6 +376,8 @@ def main(adapter_factory: Callable[[], Adapter]) -> None:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--agents", type=int, default=10_000)
     p.add_argument("--budget", type=float, default=120.0, help="build workload: stop after this many s")
+    p.add_argument("--deadline", type=float, default=0.0,
+                   help="scale workload: count runs still going after this many s as unfinished (0: wait)")
     args = p.parse_args()
     out: dict[str, Any] = {"workload": args.workload}
     try:
@@ -378,7 +390,7 @@ def main(adapter_factory: Callable[[], Adapter]) -> None:
         elif args.workload == "concurrent":
             coro = _concurrent(adapter, args.url, False, args.runs, args.reps, args.warmup)
         elif args.workload == "scale":
-            coro = _scale(adapter, args.url, args.runs, args.warmup)
+            coro = _scale(adapter, args.url, args.runs, args.warmup, args.deadline)
         else:
             coro = _sequential(adapter, args.url, args.workload == "stream", args.runs, args.reps,
                                args.warmup)

@@ -66,3 +66,25 @@ def test_a_failed_run_is_counted_by_kind(fake_llm: Any) -> None:
     (kind,) = r["failures_by_kind"]
     assert kind.startswith("ModelError") and "HTTP 500" in kind and r["failures_by_kind"][kind] == 3
     assert scale.summarise([{**r, "status": "failed runs"}])["failures_by_kind"] == {kind: 3}
+
+
+def test_a_cell_past_its_budget_reports_what_it_did() -> None:
+    # A peer too slow for the budget (here: a model answering after 3 s, a 1 s deadline) is no error: the
+    # runner counts the runs still going, cancels them and reports; the peers' block shows the outcome.
+    import procs
+    import scale
+
+    with procs.Server.start(latency=3.0) as srv:
+        r = procs.run_runner("chainreact", srv.url, "scale", ["--runs", "4", "--warmup", "0", "--deadline",
+                                                              "1"], timeout=120)
+        counts = srv.stop()
+    assert r["status"] == "ok" and r["unfinished"] == 4 and r["completed"] == 0 and r["failed"] == 0, r
+    assert r["cpu_s"] > 0 and 1 <= r["wall_s"] < 3
+    assert scale.unfinished(r, 1) == "did not finish in 1 s: 0 of 4 done, 0 failed, 4 still running"
+    cell = {**r, "status": "unfinished", "reason": scale.unfinished(r, 1), "server_counts": counts}
+    res = {"meta": {"date": "2026-12-02 01:00 UTC", "settings": {"sizes": [4], "budget_s": 1.0},
+                    "load_avg_start": [1.0], "load_avg_end": [2.0]},
+           "frameworks": {"bare_httpx": {"4": {"cells": [cell]}}}}
+    block = scale_report.peers_block([res])
+    assert "| bare httpx | 4 | did not finish in 1 s: 0 of 4 done, 0 failed, 4 still running | 0 | 0 | 4 |" \
+        in block, block
