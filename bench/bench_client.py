@@ -34,6 +34,9 @@ from chainreact.config import AgentConfig
 from chainreact.llm import ModelClient
 from chainreact.types import Message
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stats
+
 PROMPT = [{"role": "user", "content": "Tell me a story."}]
 WORDS = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do",
          "eiusmod", "tempor"]
@@ -146,9 +149,8 @@ async def cpu_per_call(fn: Callable[[], Awaitable[str]], n: int) -> float:
 
 async def sequential(short_url: str, long_url: str, n: int, rounds: int, n_short: int, n_long: int,
                      short_text: str, long_text: str) -> dict[str, Any]:
-    """CPU per call for every (client, case), measured in interleaved rounds. The machine is shared, so
-    other processes inflate some rounds: the minimum over rounds is the client's own cost (the median is
-    kept too, for honesty)."""
+    """CPU per call for every (client, case), measured in interleaved rounds (client A B C, A B C, ...),
+    so a shared machine's drift hits each alike: median over rounds and the lowest and highest round."""
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(timeout=60) as http:
         cr_s, cr_l = chainreact_client(short_url), chainreact_client(long_url)
@@ -174,18 +176,17 @@ async def sequential(short_url: str, long_url: str, n: int, rounds: int, n_short
                     calls = n if case != "long" else max(5, n // 4)
                     samples.setdefault((name, case), []).append(await cpu_per_call(fn, calls))
         for name in cases:
-            row: dict[str, float] = {}
-            for case in ("sync", "short", "long"):
-                vals = sorted(samples[(name, case)])
-                row[f"{case}_us"] = vals[0] * 1e6
-                row[f"{case}_median_us"] = vals[len(vals) // 2] * 1e6
-            row["per_chunk_us"] = (row["long_us"] - row["short_us"]) / (n_long - n_short)
-            out[name] = row
-            print(f"{name:>10}: sync request {row['sync_us']:7.0f} us  "
-                  f"stream({n_short}) {row['short_us']:7.0f} us"
-                  f"  stream({n_long}) {row['long_us']:7.0f} us  per chunk {row['per_chunk_us']:5.1f} us"
-                  f"   (medians {row['sync_median_us']:.0f} / {row['short_median_us']:.0f} / "
-                  f"{row['long_median_us']:.0f})", flush=True)
+            # Per round: each case's CPU per call and the per-chunk slope; published as median [range].
+            per_round = [{case: samples[(name, case)][i] * 1e6 for case in ("sync", "short", "long")}
+                         for i in range(rounds)]
+            for r in per_round:
+                r["chunk"] = (r["long"] - r["short"]) / (n_long - n_short)
+            out[name] = {"rounds": per_round, **{k: stats.spread(r[k] for r in per_round)
+                                                 for k in ("sync", "short", "long", "chunk")}}
+            print(f"{name:>10}: sync request {stats.fmt(out[name]['sync'], 0, ' us')}  "
+                  f"stream({n_short}) {stats.fmt(out[name]['short'], 0, ' us')}  "
+                  f"stream({n_long}) {stats.fmt(out[name]['long'], 0, ' us')}  "
+                  f"per chunk {stats.fmt(out[name]['chunk'], 1, ' us')}", flush=True)
         await cr_s.aclose()
         await cr_l.aclose()
         await oa_s.close()
@@ -236,7 +237,7 @@ async def concurrent(url: str, n: int, rounds: int, expect: str) -> dict[str, An
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=40, help="calls per measurement round")
-    ap.add_argument("--rounds", type=int, default=8, help="interleaved rounds (the minimum is reported)")
+    ap.add_argument("--rounds", type=int, default=8, help="interleaved rounds (median [range] reported)")
     ap.add_argument("--concurrency", type=int, default=500)
     ap.add_argument("--concurrency-rounds", type=int, default=3)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "client.json"))
@@ -247,8 +248,8 @@ async def main() -> None:
     long = Server({"text": long_text, "chunks": n_long})
     conc = Server({"text": story(100), "chunks": 50})
     try:
-        print(f"CPU per call (client process only), min over {args.rounds} rounds of {args.requests} calls",
-              flush=True)
+        print(f"CPU per call (client process only), median [range] of {args.rounds} rounds of "
+              f"{args.requests} calls", flush=True)
         seq = await sequential(short.url, long.url, args.requests, args.rounds, n_short, n_long, short_text,
                                long_text)
         print(f"\n{args.concurrency} concurrent streaming requests (50 chunks each)", flush=True)
@@ -256,26 +257,22 @@ async def main() -> None:
     finally:
         for s in (short, long, conc):
             s.close()
-    b, c, o = seq["bare"], seq["chainreact"], seq["openai"]
-    ratios = {
-        "request_vs_bare": c["sync_us"] / b["sync_us"],
-        "request_vs_openai": c["sync_us"] / o["sync_us"],
-        "stream_short_vs_bare": c["short_us"] / b["short_us"],
-        "stream_short_vs_openai": c["short_us"] / o["short_us"],
-        "chunk_vs_bare": c["per_chunk_us"] / b["per_chunk_us"],
-        "chunk_vs_openai": c["per_chunk_us"] / o["per_chunk_us"],
-        "stream_long_vs_bare": c["long_us"] / b["long_us"],
-        "stream_long_vs_openai": c["long_us"] / o["long_us"],
-    }
-    print("\nratios (chainreact / other; targets: <= 1.2 vs bare, <= 0.5 vs openai)")
+    # A ratio is the median of each round's ratio (both clients measured in the same round).
+    ratios = {f"{case}_vs_{other}": stats.ratios((c[case], x[case]) for c, x in
+                                                 zip(seq["chainreact"]["rounds"], seq[other]["rounds"],
+                                                     strict=True))
+              for case in ("sync", "short", "long", "chunk") for other in ("bare", "openai")}
+    print("\nratios chainreact / other, median [lowest-highest round] (targets: <= 1.2 vs bare, <= 0.5 vs "
+          "openai)")
     for k, v in ratios.items():
-        print(f"  {k:>24}: {v:5.2f}")
+        print(f"  {k:>16}: {stats.fmt(v, 2)}")
     import openai
 
     result = {"python": sys.version.split()[0], "httpx": httpx.__version__, "openai": openai.__version__,
               "cpus": os.cpu_count(), "requests": args.requests, "rounds": args.rounds,
               "chunks": [n_short, n_long],
-              "sequential": seq, "ratios": ratios, "concurrent": {"n": args.concurrency, **con},
+              "sequential": seq, "ratios": ratios, "load_avg": os.getloadavg(),
+              "concurrent": {"n": args.concurrency, **con},
               "when": time.strftime("%Y-%m-%d %H:%M:%S")}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

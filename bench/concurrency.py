@@ -8,7 +8,8 @@ and a batch of `--runs` runs at once (100 ms server latency per request, as the 
 workload). Each (loop, round) is a fresh process; the concurrent batch is measured twice in it: the first
 wave (cold: it opens every connection, as the suite measures) and a second one (warm). CPU is the client
 process's `time.process_time()`, divided by the model requests; the figure to quote is the ratio
-concurrent / sequential, median over rounds. `uvloop` is measured when installed (`pip install uvloop`).
+concurrent / sequential,
+median of the rounds' ratios [lowest-highest round]. `uvloop` is measured when installed.
 Results: printed, and bench/results/concurrency.json.
 """
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -117,18 +117,23 @@ def main() -> int:
     finally:
         seq_srv.stop()
         conc_srv.stop()
+    import stats
+
     summary: dict[str, Any] = {}
-    print(f"{'loop':8} {'seq ms/req':>10} {'conc cold':>10} {'x seq':>6} {'conc warm':>10} {'x seq':>6} "
-          f"{'wall cold s':>11}")
+    print("median of the rounds [lowest-highest round]; a ratio is the median of each round's ratio")
     for loop, rs in results.items():
         if not rs:
             continue
-        med = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k not in ("completed", "expected")}
-        cold = statistics.median(r["concurrent_cold_ms"] / r["sequential_ms"] for r in rs)
-        warm = statistics.median(r["concurrent_warm_ms"] / r["sequential_ms"] for r in rs)
+        med = {k: stats.spread(r[k] for r in rs) for k in rs[0] if k not in ("completed", "expected")}
+        cold = stats.ratios((r["concurrent_cold_ms"], r["sequential_ms"]) for r in rs)
+        warm = stats.ratios((r["concurrent_warm_ms"], r["sequential_ms"]) for r in rs)
         summary[loop] = {**med, "ratio_cold": cold, "ratio_warm": warm, "rounds": rs}
-        print(f"{loop:8} {med['sequential_ms']:10.3f} {med['concurrent_cold_ms']:10.3f} {cold:6.2f} "
-              f"{med['concurrent_warm_ms']:10.3f} {warm:6.2f} {med['concurrent_cold_wall_s']:11.2f}")
+        print(f"{loop}: sequential {stats.fmt(med['sequential_ms'], 3)} ms/req; {args.runs} at once, "
+              f"first wave {stats.fmt(med['concurrent_cold_ms'], 3)} "
+              f"({stats.fmt(cold, 2, 'x')} seq), "
+              f"second wave {stats.fmt(med['concurrent_warm_ms'], 3)} ({stats.fmt(warm, 2, 'x')} seq); "
+              "wall first wave "
+              f"{stats.fmt(med['concurrent_cold_wall_s'], 2, ' s')}")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "concurrency.json").write_text(json.dumps(summary, indent=1))

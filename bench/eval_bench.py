@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -159,18 +158,21 @@ def main() -> int:
                 results[v].append(r)
     finally:
         srv.stop()
+    import stats
+
     summary: dict[str, Any] = {"cases": args.cases, "concurrency": args.concurrency, "variants": {}}
-    base = None
-    print(f"{'variant':28} {'cases/s':>8} {'CPU ms/case':>12} {'x chainreact':>13} {'passed':>7}")
+    base = results.get("chainreact") or []
+    print(f"median of {args.rounds} rounds [lowest-highest]; x chainreact: the median of each round's ratio")
     for v, rs in results.items():
         if not rs:
             continue
-        rate = statistics.median(args.cases / r["wall_s"] for r in rs)
-        cpu = statistics.median(r["cpu_s"] / args.cases * 1e3 for r in rs)
-        base = cpu if v == "chainreact" else base
-        ratio = f"{cpu / base:13.2f}" if base else f"{'-':>13}"
-        summary["variants"][v] = {"cases_per_s": rate, "cpu_ms_per_case": cpu, "rounds": rs}
-        print(f"{v:28} {rate:8.1f} {cpu:12.2f} {ratio} {min(r['passed'] for r in rs):7d}")
+        rate = stats.spread(args.cases / r["wall_s"] for r in rs)
+        cpu = stats.spread(r["cpu_s"] / args.cases * 1e3 for r in rs)
+        ratio = stats.ratios((r["cpu_s"], b["cpu_s"]) for r, b in zip(rs, base, strict=False))
+        summary["variants"][v] = {"cases_per_s": rate, "cpu_ms_per_case": cpu, "x_chainreact": ratio,
+                                  "rounds": rs}
+        print(f"{v:28} {stats.fmt(rate, 1)} cases/s, {stats.fmt(cpu, 2)} CPU ms/case, "
+              f"{stats.fmt(ratio, 2, 'x')} chainreact's; passed {min(r['passed'] for r in rs)}")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "eval_bench.json").write_text(json.dumps(summary, indent=1))

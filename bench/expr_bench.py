@@ -9,7 +9,8 @@ Per case: evaluation of an already compiled expression (the hot path: a chain no
 same expression for every message), compilation of a new expression (parse + compile, cache bypassed),
 and a cached compile (`compile_expr` of a text seen before). Jinja2 is the old `${...}` engine
 (`ImmutableSandboxedEnvironment.compile_expression`); it is optional (`pip install jinja2`).
-Figures are the best of 5 repetitions, in microseconds per operation; ratios are against the Python floor.
+Figures are the best of 5 repetitions, in microseconds per operation, per round; rounds (`--rounds`,
+default 3) each measure every engine in turn, and a figure is the median over rounds [lowest-highest].
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import stats
 
 from chainreact.expr import compile_expr, parse_template
 
@@ -69,16 +73,13 @@ def jinja_env() -> Any:
     return ImmutableSandboxedEnvironment()
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    n_eval = 2_000 if args.quick else 50_000
-    n_comp = 100 if args.quick else 2_000
-    jenv = jinja_env()
+_COUNTER = [0]
+
+
+def one_round(jenv: Any, n_eval: int, n_comp: int) -> list[dict[str, Any]]:
+    """Every case once, each engine in turn: one round (the rounds interleave, so drift hits all alike)."""
     rows: list[dict[str, Any]] = []
-    counter = [0]
+    counter = _COUNTER  # across rounds too: a text compiled in an earlier round would hit the cache
 
     def fresh(src: str) -> Callable[[], Any]:
         def go() -> Any:  # a new text each time, so the cache never answers
@@ -122,20 +123,37 @@ def main() -> int:
         trow["jinja_eval_us"] = per_op(jrender, n_eval)
     rows.append(trow)
 
-    for r in rows:
-        r["expr_vs_python"] = round(r["expr_eval_us"] / r["python_us"], 1)
-        if "jinja_eval_us" in r:
-            r["jinja_vs_expr"] = round(r["jinja_eval_us"] / r["expr_eval_us"], 1)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, each measuring every engine in turn")
+    args = ap.parse_args()
+    n_eval = 2_000 if args.quick else 50_000
+    n_comp = 100 if args.quick else 2_000
+    jenv = jinja_env()
+    runs = [one_round(jenv, n_eval, n_comp) for _ in range(args.rounds)]
+    for rnd in runs:
+        for r in rnd:
+            r["expr_vs_python"] = r["expr_eval_us"] / r["python_us"]
+            if "jinja_eval_us" in r:
+                r["jinja_vs_expr"] = r["jinja_eval_us"] / r["expr_eval_us"]
+    # Per cell: the median over rounds [lowest-highest round]; a ratio: the median of each round's ratio.
+    rows = [{k: (stats.spread(rnd[i][k] for rnd in runs) if isinstance(v, float) else v)
+             for k, v in runs[0][i].items()} for i in range(len(runs[0]))]
     if args.json:
         print(json.dumps({"rows": rows, "jinja": jenv is not None}, indent=2))
         return 0
     head = (f"{'case':<18} {'python':>8} {'expr eval':>10} {'x py':>6} {'jinja eval':>11} {'jinja/expr':>10} "
             f"{'expr compile':>13} {'cached':>7} {'jinja compile':>14}")
-    print("µs per operation (best of 5)\n" + head)
+    print(f"µs per operation (best of 5 repetitions per round), median of {args.rounds} rounds "
+          "[lowest-highest]\n" + head)
     for r in rows:
         def f(k: str, w: int, r: dict[str, Any] = r) -> str:
-            v = r.get(k)
-            return f"{v:>{w}.2f}" if isinstance(v, float) else f"{'n/a' if v is None else v:>{w}}"
+            return f"{stats.fmt(r.get(k), 2):>{w}}"
         print(f"{r['case']:<18} {f('python_us', 8)} {f('expr_eval_us', 10)} {f('expr_vs_python', 6)} "
               f"{f('jinja_eval_us', 11)} {f('jinja_vs_expr', 10)} {f('expr_compile_us', 13)} "
               f"{f('expr_compile_cached_us', 7)} {f('jinja_compile_us', 14)}")

@@ -12,9 +12,10 @@ once per session), then T turns are measured: CPU of this process (`time.process
 model is a scripted server in its own process (this file with `--serve`) answering at once, so its CPU
 is not counted: what is measured is the flow's own work (templates, memory reads and writes, the
 session checkpoint, the summary refresh every few turns, building and parsing the model requests).
-Rounds interleave the sizes and fresh sessions; the figure is the median per size, and the ratio
-1,000 / 10 says whether the cost grows with the stored history (it must not: a turn reads at most the
-window and the messages not yet summarized).
+Rounds interleave the sizes and fresh sessions; the figure is the median per size over the rounds
+[lowest-highest round], and the ratio 1,000 / 10 (per round, then the median) says whether the cost
+grows with the stored history (it must not: a turn reads at most the window and the messages not yet
+summarized).
 
 The server checks the work is what it should be: how many answer and summary requests it got, the
 largest number of messages in an answer request (bounded by the window), and the largest summary prompt
@@ -36,6 +37,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stats
 
 SIZES = (10, 100, 1000)
 WINDOW = 10
@@ -227,6 +231,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_per_turn_ms_all": {str(n): [v * 1000 for v in result["per_size"][n]] for n in sizes},
         "ratio_to_smallest": {str(n): med[n] / base for n in sizes},
         "catch_up_turn_ms": {str(n): statistics.median(result["catch_up"][n]) * 1000 for n in sizes},
+        # Published: median [lowest-highest round]; a ratio is each round's (both sizes in that round).
+        "spread": {str(n): {
+            "cpu_per_turn_ms": stats.spread(v * 1000 for v in result["per_size"][n]),
+            "ratio_to_smallest": stats.ratios(zip(result["per_size"][n], result["per_size"][sizes[0]],
+                                                  strict=True)),
+            "catch_up_turn_ms": stats.spread(v * 1000 for v in result["catch_up"][n])} for n in sizes},
         "server": {k: v for k, v in counts.items() if k != "summary_chars"},
         "summary_prompt_chars": {"min": min(counts["summary_chars"], default=0),
                                  "max": max(counts["summary_chars"], default=0)},
@@ -238,12 +248,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(r: dict[str, Any]) -> str:
     sizes = r["settings"]["sizes"]
-    lines = ["| stored messages | CPU per turn (median) | x the smallest | first turn (catch-up summary) |",
+    lines = ["| stored messages | CPU per turn | x the smallest | first turn (catch-up summary) |",
              "|---|---|---|---|"]
     for n in sizes:
-        k = str(n)
-        lines.append(f"| {n:,} | {r['cpu_per_turn_ms'][k]:.2f} ms | {r['ratio_to_smallest'][k]:.2f}x | "
-                     f"{r['catch_up_turn_ms'][k]:.2f} ms |")
+        sp = r["spread"][str(n)]
+        lines.append(f"| {n:,} | {stats.fmt(sp['cpu_per_turn_ms'], 2, ' ms')} | "
+                     f"{stats.fmt(sp['ratio_to_smallest'], 2, 'x')} | "
+                     f"{stats.fmt(sp['catch_up_turn_ms'], 2, ' ms')} |")
     return "\n".join(lines)
 
 
@@ -285,7 +296,8 @@ def block(r: dict[str, Any], chart_path: Path | None) -> str:
     s = r["settings"]
     head = (f"Measured {s['date']} (load average {s['load_avg'][0]:.1f} on this machine), {s['rounds']} "
             f"round(s) of {s['turns']} turns per size, window {s['window']}, retainedMessages "
-            f"{s['retained']}.")
+            f"{s['retained']}; median over the rounds [lowest-highest round], a ratio the median of each "
+            "round's.")
     srv = r["server"]
     tail = (f"The server answered {srv['answers']} turns and {srv['summaries']} summary requests; the "
             f"largest answer request held {srv['max_answer_messages']} messages (system + window + user).")

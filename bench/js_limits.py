@@ -1,7 +1,8 @@
 """Where a JavaScript node's time limit goes: a script that never ends, under a 2 s limit.
 
 For each run: the wall time until the node's Failure, the process CPU it took, and the longest the
-event loop went without running (a ticker coroutine every 10 ms). Then two such scripts at once (the
+event loop went without running (a ticker coroutine every 10 ms); each figure over the runs:
+median [lowest-highest run]. Then two such scripts at once (the
 limit is process CPU time, C `clock()` in the binding, so parallel scripts use it up faster).
 
     python bench/js_limits.py [--runs 5] [--limit 2] [--json out.json]
@@ -13,13 +14,16 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import stats
 
 from chainreact.chains import RuleEngine, RuleMsg
 
@@ -59,20 +63,18 @@ async def main(runs: int, limit: float) -> dict[str, Any]:
     out: dict[str, Any] = {"limit_s": limit, "loadavg": os.getloadavg()[0]}
     for parallel in (1, 2):
         rows = [await measure(engine, parallel) for _ in range(runs)]
-        out[str(parallel)] = {k: {"median": statistics.median(r[k] for r in rows),
-                                  "max": max(r[k] for r in rows)} for k in rows[0]}
+        out[str(parallel)] = {k: stats.spread(r[k] for r in rows) for k in rows[0]}
     return out
 
 
 def report(r: dict[str, Any]) -> str:
     lines = [f"limit {r['limit_s']:g} s, load average {r['loadavg']:.1f}",
-             "| scripts at once | wall to Failure (median / max) | process CPU (median) "
-             "| event loop's longest gap |",
+             "| scripts at once | wall to Failure | process CPU | event loop's longest gap |",
              "|---|---|---|---|"]
     for p in ("1", "2"):
         x = r[p]
-        lines.append(f"| {p} | {x['wall_s']['median']:.2f} / {x['wall_s']['max']:.2f} s | "
-                     f"{x['cpu_s']['median']:.2f} s | {x['loop_max_gap_ms']['max']:.0f} ms |")
+        lines.append(f"| {p} | {stats.fmt(x['wall_s'], 2, ' s')} | {stats.fmt(x['cpu_s'], 2, ' s')} | "
+                     f"{stats.fmt(x['loop_max_gap_ms'], 0, ' ms')} |")
     return "\n".join(lines)
 
 
