@@ -110,7 +110,8 @@ def run_block(results: dict[str, Any]) -> str:
         f"(median of the {s['reps']} repetitions); concurrent {s['conc_runs']} runs at once, "
         f"{s['conc_reps']} repetition(s), {results['meta']['latency_s'] * 1e3:.0f} ms server latency; "
         f"build {s['agents']} agents (time budget {s['build_budget']:.0f} s); "
-        f"imports median of {s['import_repeat']} fresh processes; TTFT {s['ttft_iterations']} iterations.\n"
+        f"imports median of {s['import_repeat']} fresh processes and TTFT {s['ttft_iterations']} iterations, "
+        "once per round.\n"
     )
 
 
@@ -153,17 +154,26 @@ def targets_block(results: dict[str, Any]) -> str:
     imp = results.get("imports") or {}
     ci = (imp.get("imports") or {}).get("chainreact")
     if ci and ci.get("status") == "ok":
-        row("`import chainreact` < 100 ms", f"{ci['ms']:.0f} ms wall ({ci['cpu_ms']:.0f} ms CPU)",
+        row("`import chainreact` < 100 ms", f"{_sp(ci, 'ms', 0)} ms wall ({_sp(ci, 'cpu_ms', 0)} ms CPU)",
             ci["ms"] < 100)
     if imp.get("cli_help"):
         h = imp["cli_help"]
-        row("`chainreact --help` < 300 ms", f"{h['ms']:.0f} ms wall ({h['cpu_ms']:.0f} ms CPU)",
+        row("`chainreact --help` < 300 ms", f"{_sp(h, 'ms', 0)} ms wall ({_sp(h, 'cpu_ms', 0)} ms CPU)",
             h["ms"] < 300)
     t = results.get("ttft")
     if t and t.get("status") == "ok":
-        fc = t["variants"]["firstContent, tools"]["overhead_ms"]
-        row("firstContent adds < 1 ms to time-to-first-text", f"{fc:+.2f} ms", fc < 1)
+        v = t["variants"]["firstContent, tools"]
+        fc = v["overhead_ms"]
+        row("firstContent adds < 1 ms to time-to-first-text", f"{_sp(v, 'overhead_ms', 2, True)} ms", fc < 1)
     return _table(["Target", "Measured", ""], rows) + "\n"
+
+
+def _sp(row: dict[str, Any], key: str, digits: int, sign: bool = False) -> str:
+    """A figure measured once per round: median [lowest-highest round] (the bare value from older results)."""
+    sp = (row.get("spread") or {}).get(key)
+    if sp:
+        return stats.fmt(sp, digits, sign=sign)
+    return f"{row[key]:{'+' if sign else ''}.{digits}f}"
 
 
 def results_block(results: dict[str, Any], charts: list[str]) -> str:
@@ -224,29 +234,31 @@ def results_block(results: dict[str, Any], charts: list[str]) -> str:
         rows = []
         for name, v in imp["imports"].items():
             ok = v.get("status") == "ok"
-            rows.append([name, f"`{v['statement']}`", f"{v['ms']:.0f}" if ok else f"n/a ({v.get('reason')})",
-                         f"{v['cpu_ms']:.0f}" if ok else "–"])
+            rows.append([name, f"`{v['statement']}`", _sp(v, "ms", 0) if ok else f"n/a ({v.get('reason')})",
+                         _sp(v, "cpu_ms", 0) if ok else "–"])
         if imp.get("cli_help"):
-            rows.append(["`chainreact --help` (whole command)", "–", f"{imp['cli_help']['ms']:.0f}",
-                         f"{imp['cli_help']['cpu_ms']:.0f}"])
-        rows.append(["`python -c pass` (interpreter start-up)", "–", f"{imp['python_startup']['ms']:.0f}",
-                     f"{imp['python_startup']['cpu_ms']:.0f}"])
+            rows.append(["`chainreact --help` (whole command)", "–", _sp(imp["cli_help"], "ms", 0),
+                         _sp(imp["cli_help"], "cpu_ms", 0)])
+        rows.append(["`python -c pass` (interpreter start-up)", "–", _sp(imp["python_startup"], "ms", 0),
+                     _sp(imp["python_startup"], "cpu_ms", 0)])
         slow = ", ".join(f"{m} {t:.1f}" for m, t in imp.get("agent_slowest_modules", [])[:6])
         out += ["### Import time", "",
                 "Measured inside a fresh process around the import statement; "
-                f"median of {imp['repeat']}.", "",
+                f"median of {imp['repeat']} processes per round, then the median over "
+                f"{imp.get('rounds', 1)} round(s) [lowest–highest round].", "",
                 _table(["What", "Statement", "wall ms", "CPU ms"], rows), "",
                 "Largest self times under `from chainreact.agent import Agent` (-X importtime, ms): "
                 f"{slow}.", ""]
 
     t = results.get("ttft")
     if t and t.get("status") == "ok":
-        rows = [["raw stream (bare httpx)", f"{t['raw_ms']:.2f}", "–"]]
-        rows += [[name, f"{v['ttft_ms']:.2f}", f"{v['overhead_ms']:+.2f}"]
+        rows = [["raw stream (bare httpx)", _sp(t, "raw_ms", 2), "–"]]
+        rows += [[name, _sp(v, "ttft_ms", 2), _sp(v, "overhead_ms", 2, True)]
                  for name, v in t["variants"].items()]
         out += ["### Time to first text delta per streamToolCallCheck mode", "",
                 f"A plain answer streamed in ~20 chunks 5 ms apart; {t['iterations']} iterations in a "
-                "shuffled order, medians. `drain` waits for the end of the stream and `auto` with tools "
+                f"shuffled order per round, medians; over {t.get('rounds', 1)} round(s), the median "
+                "[lowest–highest round]. `drain` waits for the end of the stream and `auto` with tools "
                 "holds text for "
                 "its 0.5 s window or until the stream ends (here ~0.1 s), both by design; `firstContent` and "
                 "tool-less agents release the first text at once.", "",

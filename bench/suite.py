@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         "frameworks": {fw: {} for fw in fws},
     }
     rounds: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    imp_rounds: list[dict[str, Any]] = []
+    ttft_rounds: list[dict[str, Any]] = []
     for rnd in range(int(cfg["rounds"])):  # A B C A B C ...: each round runs every framework once
         for workload in workloads:
             if workload not in RUNNER_WORKLOADS:  # the others have their own scripts, below
@@ -179,16 +181,20 @@ def main(argv: list[str] | None = None) -> int:
                 r = run_workload(fw, workload, cfg)
                 rounds.setdefault((fw, workload), []).append(r)
                 print(_summary(workload, r), flush=True)
+        # Imports and time to first text are measured once per round too, so they have a spread.
+        if "imports" in workloads:
+            print(f"[bench] round {rnd + 1} imports", flush=True)
+            imp_rounds.append(imports.measure(int(cfg["import_repeat"]), {FRAMEWORKS[f] for f in fws}))
+        if "ttft" in workloads and "chainreact" in fws:
+            print(f"[bench] round {rnd + 1} time to first text delta", flush=True)
+            ttft_rounds.append(run_ttft(cfg))
+            print("        " + _ttft_summary(ttft_rounds[-1]), flush=True)
     for (fw, workload), rs in rounds.items():
         results["frameworks"][fw][workload] = combine(rs)
-    if "imports" in workloads:
-        print("[bench] imports", flush=True)
-        names = {FRAMEWORKS[f] for f in fws}
-        results["imports"] = imports.measure(int(cfg["import_repeat"]), names)
-    if "ttft" in workloads and "chainreact" in fws:
-        print("[bench] time to first text delta", flush=True)
-        results["ttft"] = run_ttft(cfg)
-        print("        " + _ttft_summary(results["ttft"]), flush=True)
+    if imp_rounds:
+        results["imports"] = combine_imports(imp_rounds)
+    if ttft_rounds:
+        results["ttft"] = combine_ttft(ttft_rounds)
     if "flows" in workloads and "chainreact" in fws:
         print("[bench] chat-flow turn overhead against stored messages", flush=True)
         results["flows"] = run_flows(args.quick)
@@ -257,6 +263,47 @@ def main(argv: list[str] | None = None) -> int:
             written.append(scale_report.write(results["scale"]))
         print(f"[bench] wrote {', '.join(str(p) for p in written)}")
     return 0
+
+
+def _median_of(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The first row with each key's median over the rows, and `spread[key]` (stats.spread)."""
+    out = dict(rows[0], spread={})
+    for key in keys:
+        sp = stats.spread(r.get(key) for r in rows)
+        if sp is not None:
+            out[key] = sp["median"]
+            out["spread"][key] = sp
+    return out
+
+
+def combine_imports(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """imports.measure once per round -> each figure's median over the rounds with its spread."""
+    out = dict(rounds[-1])
+    out["rounds"] = len(rounds)
+    out["imports"] = {}
+    for name, first in rounds[0]["imports"].items():
+        rows = [r["imports"].get(name) or {} for r in rounds]
+        ok = all(r.get("status") == "ok" for r in rows)
+        out["imports"][name] = _median_of(rows, ("ms", "cpu_ms")) if ok else next(
+            (r for r in rows if r.get("status") != "ok"), first)
+    for key in ("cli_help", "python_startup"):
+        rows = [r[key] for r in rounds if key in r]
+        if len(rows) == len(rounds):
+            out[key] = _median_of(rows, ("ms", "cpu_ms"))
+    return out
+
+
+def combine_ttft(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """ttft.py once per round -> raw and per-variant medians over the rounds with their spread; a round that
+    did not complete is the result (never averaged away)."""
+    bad = next((r for r in rounds if r.get("status") != "ok"), None)
+    if bad is not None:
+        return bad
+    out = _median_of(rounds, ("raw_ms",))
+    out["rounds"] = len(rounds)
+    out["variants"] = {name: _median_of([r["variants"][name] for r in rounds], ("ttft_ms", "overhead_ms"))
+                       for name in rounds[0]["variants"]}
+    return out
 
 
 def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
