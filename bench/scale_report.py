@@ -114,11 +114,19 @@ def peers_block(results: list[dict[str, Any]]) -> str:
         "| lag p99 ms | peak RSS MB | run (UTC), load start / end |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    failed = []
     for res in results:
         sizes = [str(s) for s in res["meta"]["settings"]["sizes"]]
         for fw, per in res["frameworks"].items():
             for c in per[sizes[-1]]["cells"]:
                 lines.append(peer_row(fw, int(sizes[-1]), c, res["meta"]))
+                kinds = c.get("failures_by_kind") or ({c["problem"]: c["failed"]} if c.get("problem") else {})
+                if c.get("failed") and kinds:
+                    top = "; ".join(f"{n:,} x `{msg[:120]}`" for msg, n in list(kinds.items())[:3])
+                    failed.append(f"- {scale.FRAMEWORKS[fw]}: {top}")
+    if failed:
+        lines += ["", "Failed runs, by kind (the first kinds; a peer's error answer counts as failed):", "",
+                  *failed]
     return "\n".join(lines)
 
 

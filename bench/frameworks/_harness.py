@@ -105,6 +105,10 @@ class Checker:
             self.ok += 1
             return
         self.bad += 1
+        # A framework that turns an error into the answer's text (agno: "Request timed out.") is counted
+        # by that text, as an exception is by its type.
+        kind = f"answer: {answer!r:.120}"
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
         if self.first_problem is None:
             self.first_problem = f"unexpected answer: {answer!r:.200}"
 
