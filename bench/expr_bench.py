@@ -130,11 +130,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds, each measuring every engine in turn")
+    ap.add_argument("--rounds", type=int, help="rounds, each measuring every engine in turn (3; --quick: 1)")
     args = ap.parse_args()
     n_eval = 2_000 if args.quick else 50_000
     n_comp = 100 if args.quick else 2_000
     jenv = jinja_env()
+    args.rounds = args.rounds or (1 if args.quick else 3)
     runs = [one_round(jenv, n_eval, n_comp) for _ in range(args.rounds)]
     for rnd in runs:
         for r in rnd:
