@@ -1,6 +1,7 @@
-"""The model client's own sockets for plain-http endpoints (llm/netio.py) against a real server: under
-uvloop too, a silence past timeouts.read, a response larger than the receive buffer's high-water mark, and
-which endpoints use them."""
+"""The model client's own HTTP/1.1 connections for plain-http endpoints (llm/netio.py) against a real server:
+under uvloop too, a silence past timeouts.read, a response larger than the receive buffer's high-water
+mark, which endpoints use them; and against a raw socket server (tests/llm/test_h1.py): framings, reuse,
+and malformed responses."""
 
 from __future__ import annotations
 
@@ -64,9 +65,8 @@ async def test_plain_http_endpoints_use_it_https_and_proxies_do_not() -> None:
     plain = llm_pool._new_transport("http://127.0.0.1:1/v1", None)
     tls = llm_pool._new_transport("https://api.example.com/v1", None)
     proxied = llm_pool._new_transport("http://10.0.0.1/v1", "http://proxy.example:3128")
-    assert plain._pool._network_backend is netio.BACKEND
-    assert not isinstance(getattr(tls._pool, "_network_backend", None), netio.AsyncioBackend)
-    assert not isinstance(getattr(proxied._pool, "_network_backend", None), netio.AsyncioBackend)
+    assert isinstance(plain, netio.Connection) and (plain.host, plain.port) == ("127.0.0.1", 1)
+    assert isinstance(tls, llm_pool.HttpxTransport) and isinstance(proxied, llm_pool.HttpxTransport)
     for t in (plain, tls, proxied):
         await t.aclose()
     await asyncio.sleep(0)

@@ -39,7 +39,7 @@ async def test_concurrent_requests_borrow_one_client_each_and_reuse_them() -> No
         # One connection per client; the second wave reused the first wave's connections.
         assert len({r.peer for r in srv.chat_requests}) == n
         await client.aclose()
-        assert pool.closed and all(not c._pool.connections for c in used)  # every connection closed
+        assert pool.closed and not any(c.connected for c in used)  # every connection closed
 
 
 async def test_a_client_is_returned_when_the_caller_stops_reading() -> None:

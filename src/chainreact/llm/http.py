@@ -19,7 +19,7 @@ from chainreact.types import ModelResponse, StreamItem
 from .body import BodyParser, response_items
 from .decode import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, BoundedDecoder, too_large
 from .parse import error_message, retryable_status
-from .pool import Pool, acquire_http, nofile_limit, release_http
+from .pool import Pool, Response, Transport, acquire_http, nofile_limit, release_http
 from .request import ModelRequest, build_body
 
 _MAX_BODY_KEPT = 4000
@@ -197,7 +197,7 @@ class HttpEndpoint:
     def _cap(self) -> int | None:
         return self._http.limit if self._http is not None else None
 
-    async def _take(self, pool: Pool, end: float | None, total: float | None) -> httpx.AsyncHTTPTransport:
+    async def _take(self, pool: Pool, end: float | None, total: float | None) -> Transport:
         """A transport of the pool; past its cap, wait in line until the call's deadline."""
         if end is None:
             return await pool.take()
@@ -211,8 +211,8 @@ class HttpEndpoint:
                 "(maxConnections); raise maxConnections if the endpoint takes more, or run fewer at once",
                 endpoint=self.url, retryable=True) from e
 
-    async def _send(self, http: httpx.AsyncHTTPTransport, payload: bytes, end: float | None,
-                    loop: asyncio.AbstractEventLoop, total: float | None) -> httpx.Response:
+    async def _send(self, http: Transport, payload: bytes, end: float | None,
+                    loop: asyncio.AbstractEventLoop, total: float | None) -> Response:
         """POST, following at most a few 307/308 redirects, and only within the endpoint's origin: the
         request carries the key and the conversation, so another origin is refused, and 301/302/303
         (which would turn the POST into a GET) too."""
@@ -227,8 +227,7 @@ class HttpEndpoint:
                     timeout = {"connect": min(self.timeouts.connect, left), "read": left, "write": left,
                                "pool": left}
             try:
-                resp = await http.handle_async_request(httpx.Request(
-                    "POST", url, content=payload, headers=self._headers, extensions={"timeout": timeout}))
+                resp = await http.send(url, payload, self._headers, timeout)
             except httpx.TimeoutException as e:
                 if end is not None and loop.time() >= end - 0.001:
                     raise deadline_error(self.url, total) from e
@@ -251,7 +250,7 @@ class HttpEndpoint:
         raise ModelError(f"{self.url}/chat/completions: more than {_MAX_REDIRECTS} redirects", status=status,
                          endpoint=self.url)
 
-    async def _error_body(self, resp: httpx.Response) -> bytes:
+    async def _error_body(self, resp: Response) -> bytes:
         """The start of an error body, decoded under a small cap (an error page can be a bomb too)."""
         enc = resp.headers.get("content-encoding")
         raw = BoundedDecoder.supports(enc)

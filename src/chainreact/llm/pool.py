@@ -1,9 +1,10 @@
-"""The pooled httpx clients of the model client: one pool per (event loop, endpoint, settings), capped.
+"""The pooled connections of the model client: one pool per (event loop, endpoint, settings), capped.
 
-Pools: one set of httpx transports (`httpx.AsyncHTTPTransport`, each with its own one-connection
-httpcore pool) per (event loop, base URL, connection cap), shared by every ModelClient in the
-process and reference-counted, so agents created per request still reuse warm keep-alive connections.
-Transports are bound to the loop they first ran on, hence the loop in the key.
+Pools: one set of transports, each carrying one connection, per (event loop, base URL, connection cap),
+shared by every ModelClient in the process and reference-counted, so agents created per request still
+reuse warm keep-alive connections. A transport is chainreact's own HTTP/1.1 connection for a plain-http
+endpoint without a proxy (netio.py), else an `httpx.AsyncHTTPTransport` with a one-connection httpcore
+pool (https, proxies). Transports are bound to the loop they first ran on, hence the loop in the key.
 
 Each request borrows one transport of the set for itself (a free list, last returned first out) and gives
 it back when its response is closed, so every transport carries one request and one kept-alive
@@ -33,9 +34,9 @@ import asyncio
 import resource
 import weakref
 from collections import deque
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
-import httpcore
 import httpx
 
 from chainreact.errors import ModelError
@@ -44,11 +45,54 @@ from . import netio
 
 # Idle clients (one kept-alive connection each) kept for the next request, at most; more are closed.
 MAX_KEEPALIVE = 1000
-KEEPALIVE_EXPIRY = 30.0
+KEEPALIVE_EXPIRY = netio.KEEPALIVE_EXPIRY
 # Connections to one endpoint at once when the configuration leaves it open (maxConnections 0): this,
 # or half the process's open-file limit when that is lower (sockets are file descriptors; the other half
 # is left to the rest of the process: its files, its own server's clients, other endpoints).
 DEFAULT_MAX_CONNECTIONS = 1000
+
+
+class Response(Protocol):
+    """What http.py reads of a response: netio.Response, or httpx's own."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Transport(Protocol):
+    """One connection at a time to one endpoint: `send` POSTs `payload` to `url` and returns the response
+    once its head arrived (httpx's exceptions for transport errors)."""
+
+    async def send(self, url: httpx.URL, payload: bytes, headers: httpx.Headers,
+                   timeout: dict[str, float]) -> Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+class HttpxTransport:
+    """An httpx transport with a one-connection pool (https endpoints and proxies)."""
+
+    __slots__ = ("transport",)
+
+    def __init__(self, transport: httpx.AsyncHTTPTransport) -> None:
+        self.transport = transport
+
+    async def send(self, url: httpx.URL, payload: bytes, headers: httpx.Headers,
+                   timeout: dict[str, float]) -> Response:
+        return await self.transport.handle_async_request(httpx.Request(
+            "POST", url, content=payload, headers=headers, extensions={"timeout": timeout}))
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
 
 
 def nofile_limit() -> int | None:
@@ -73,22 +117,22 @@ class Pool:
     def __init__(self, base_url: str, limit: int) -> None:
         self.base_url = base_url
         self.limit = limit
-        self.free: list[httpx.AsyncHTTPTransport] = []  # idle transports, the warmest last
-        self.busy: set[httpx.AsyncHTTPTransport] = set()
-        self.waiters: deque[asyncio.Future[httpx.AsyncHTTPTransport]] = deque()  # past the cap, in order
+        self.free: list[Transport] = []  # idle transports, the warmest last
+        self.busy: set[Transport] = set()
+        self.waiters: deque[asyncio.Future[Transport]] = deque()  # past the cap, in order
         self.closing: set[asyncio.Task[None]] = set()
         self.refs = 0
         self.closed = False
         self.proxy = env_proxy(base_url)
 
-    async def take(self) -> httpx.AsyncHTTPTransport:
+    async def take(self) -> Transport:
         """This request's own transport; past the cap, wait for one to be given back (cancellable; the
         caller bounds the wait with its deadline)."""
         if len(self.busy) < self.limit and not self.waiters:
             client = self.free.pop() if self.free else _new_transport(self.base_url, self.proxy)
             self.busy.add(client)
             return client
-        fut: asyncio.Future[httpx.AsyncHTTPTransport] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Transport] = asyncio.get_running_loop().create_future()
         self.waiters.append(fut)
         try:
             return await fut
@@ -102,7 +146,7 @@ class Pool:
                     pass
             raise
 
-    def give(self, client: httpx.AsyncHTTPTransport) -> None:
+    def give(self, client: Transport) -> None:
         """Give a transport back: to the next request in line (it stays busy), else to the free list."""
         while self.waiters and not self.closed:
             fut = self.waiters.popleft()
@@ -191,20 +235,16 @@ def env_proxy(base_url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def _new_transport(base_url: str, proxy: str | None) -> httpx.AsyncHTTPTransport:
+def _new_transport(base_url: str, proxy: str | None) -> Transport:
     # One request at a time per transport (see Pool): one connection, kept alive. No retries: the model
     # client retries whole attempts itself.
-    transport = httpx.AsyncHTTPTransport(
+    if proxy is None and base_url.startswith("http://"):
+        url = httpx.URL(base_url)  # plain http: chainreact's own connection (netio.py)
+        return netio.Connection(url.host, url.port or 80)
+    return HttpxTransport(httpx.AsyncHTTPTransport(
         verify=_verify(base_url), trust_env=False, proxy=proxy,
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=1,
-                            keepalive_expiry=KEEPALIVE_EXPIRY))
-    if proxy is None and base_url.startswith("http://"):
-        # Plain http: the same connection pool over asyncio's own sockets (netio.py; httpx takes no
-        # network backend, so its pool is replaced by one made with the same settings and ours).
-        transport._pool = httpcore.AsyncConnectionPool(
-            max_connections=None, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_EXPIRY,
-            network_backend=netio.BACKEND)
-    return transport
+                            keepalive_expiry=KEEPALIVE_EXPIRY)))
 
 
 def acquire_http(base_url: str, limit: int = 0) -> Pool:
