@@ -263,8 +263,8 @@ async def test_url_less_agent_node_says_who_answered_as_in_process(temporal_clie
                                                                    stream: bool) -> None:
     """A node without url (examples/chains/assistant.json) runs where OPENAI_BASE_URL points, with
     OPENAI_DEFAULT_MODEL (else gpt-4o-mini), or on the embedded model (here CHAINREACT_LOCAL_URL names a
-    running one): its answer's metadata.model, read as `answeredBy`, is the same on Temporal as in
-    process, child workflow and stream mode alike."""
+    running one, whose model is the FakeLLM's): its answer's metadata.model, read as `answeredBy`, names
+    the model that answered, the same on Temporal as in process, child workflow and stream mode alike."""
     with FakeLLM([{"text": "ok"}] * 2) as llm:
         for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_DEFAULT_MODEL", "CHAINREACT_LOCAL_URL"):
             monkeypatch.delenv(var, raising=False)
@@ -284,6 +284,6 @@ async def test_url_less_agent_node_says_who_answered_as_in_process(temporal_clie
         requested = [r.body["model"] for r in llm.chat_requests]
     said = [e.msg.metadata.get("answeredBy") for e in got]
     assert said == [e.msg.metadata.get("answeredBy") for e in expected]
-    if where != "embedded":
-        named = {"openai-env": "gpt-4o-mini", "openai-env-model": "fake-model"}[where]
-        assert said == [requested[1]] == [named]
+    # the embedded model names itself: the model its endpoint answered with (the node names none)
+    named = {"openai-env": "gpt-4o-mini", "openai-env-model": "fake-model", "embedded": "fake-model"}[where]
+    assert said == [requested[1]] == [named]

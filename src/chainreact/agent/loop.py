@@ -107,6 +107,7 @@ class ReactLoop:
         self._usage = Usage()
         self._side: list[Event] = []  # events raised in callbacks (retries, nested agents), flushed in order
         self._warning: dict[str, str] | None = None  # the run's RunWarning, kept in its result's metadata
+        self._answered_by: str | None = None  # the model the endpoint said answered (the result's metadata)
 
     def _ev(self, ev: Event) -> Event:
         self._seq += 1
@@ -269,6 +270,7 @@ class ReactLoop:
                 yield ev
             assert response is not None, "model client ended a call without a response"
             usage.add(response.usage)
+            self._answered_by = response.model or self._answered_by
             msg = response.message
             state.messages.append(msg)
             yield self._ev(ModelCallEnd(message=msg, usage=response.usage,
@@ -444,6 +446,8 @@ class ReactLoop:
         )
         if self._warning is not None:
             result.metadata["warning"] = self._warning
+        if self._answered_by:  # e.g. the embedded model's name, for a document that names no model
+            result.metadata["model"] = self._answered_by
         if self.plan.output_key:  # OutputKey: the answer goes into the run's session values
             values = self.plan.session_values
             if not isinstance(values, MutableMapping):

@@ -181,7 +181,8 @@ async def agent_node_step(ctx: NodeContext, msg: RuleMsg, io: AgentNodeIO, *, st
     out = msg.copy()
     out.data = result.content if stream else merged_content(result)
     out.data_type = TEXT
-    out.metadata["model"] = used
+    # the variant's model; a node that names none (the embedded model) says the one that answered
+    out.metadata["model"] = used or str(result.metadata.get("model") or "")
     out.metadata.update(usage_meta(result.usage))
     if stream:
         out.metadata["full_content"] = "true"
