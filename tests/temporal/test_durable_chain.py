@@ -265,7 +265,9 @@ async def test_url_less_agent_node_says_who_answered_as_in_process(temporal_clie
     OPENAI_DEFAULT_MODEL (else gpt-4o-mini), or on the embedded model (here CHAINREACT_LOCAL_URL names a
     running one, whose model is the FakeLLM's): its answer's metadata.model, read as `answeredBy`, names
     the model that answered, the same on Temporal as in process, child workflow and stream mode alike."""
-    with FakeLLM([{"text": "ok"}] * 2) as llm:
+    # llama.cpp's server answers with its GGUF file's path as `model`; /v1/models lists the alias
+    turn = {"text": "ok", **({"model": "/models/SmolLM2.gguf"} if where == "embedded" else {})}
+    with FakeLLM([turn] * 2) as llm:
         for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_DEFAULT_MODEL", "CHAINREACT_LOCAL_URL"):
             monkeypatch.delenv(var, raising=False)
         if where == "embedded":
@@ -284,6 +286,6 @@ async def test_url_less_agent_node_says_who_answered_as_in_process(temporal_clie
         requested = [r.body["model"] for r in llm.chat_requests]
     said = [e.msg.metadata.get("answeredBy") for e in got]
     assert said == [e.msg.metadata.get("answeredBy") for e in expected]
-    # the embedded model names itself: the model its endpoint answered with (the node names none)
+    # the embedded model is named as it is asked for, by the name it was started with (not its file)
     named = {"openai-env": "gpt-4o-mini", "openai-env-model": "fake-model", "embedded": "fake-model"}[where]
     assert said == [requested[1]] == [named]

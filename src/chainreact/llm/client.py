@@ -65,6 +65,7 @@ class EndpointSpec:
     params: ModelParams = field(default_factory=lambda: ModelParams.model_validate({}))
     compat: Compat = field(default_factory=lambda: Compat.model_validate({}))
     http: HttpEndpoint | None = None  # created on first use (needs the running loop for its pool)
+    local: bool = False  # the embedded model's server (resolved from url "" / "local")
 
 
 def merge_params(base: ModelParams, override: ModelParams | None) -> ModelParams:
@@ -209,7 +210,7 @@ class ModelClient:
                 ep = await get_local_endpoint()
                 user_set = {k: getattr(spec.compat, k) for k in spec.compat.model_fields_set}
                 self.endpoints[i] = EndpointSpec(ep.url, spec.key, spec.model or ep.model, spec.params,
-                                                 ep.compat.model_copy(update=user_set))
+                                                 ep.compat.model_copy(update=user_set), local=True)
             self._resolved = True
 
     def _http(self, spec: EndpointSpec) -> HttpEndpoint:
@@ -291,6 +292,8 @@ class ModelClient:
                                 if is_primary and breaker is not None:
                                     verdict = True
                                     self._breaker_event(breaker, primary, breaker.success(probe), report)
+                                if spec.local and spec.model:  # llama.cpp names its GGUF file's path
+                                    item.model = spec.model
                                 yield item
                                 return
                             if item is REPORTED:  # a retry was reported (not part of the answer)
