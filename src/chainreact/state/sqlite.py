@@ -220,26 +220,33 @@ class SQLiteStore(SQLiteConnections):
                         expect_version: int | None, now: float) -> int:
         set_ = ("status = ?, snapshot = ?, agent = coalesce(?, runs.agent), "
                 "session_key = coalesce(?, runs.session_key), updated_at = ?, version = runs.version + 1")
+        # With an expected version the new one is known (expected + 1, or 1), and the row count tells
+        # whether the save happened: no RETURNING, which costs SQLite a temporary table per statement
+        # (about a sixth of the statement's CPU).
+        returning = ""
         if expect_version:  # that checkpoint only: never insert
-            sql = f"UPDATE runs SET {set_} WHERE run_id = ? AND version = ? RETURNING version"
+            sql = f"UPDATE runs SET {set_} WHERE run_id = ? AND version = ?"
             params: tuple[Any, ...] = (status, data, agent, session, now, run_id, expect_version)
         else:  # 0: only a run with no checkpoint yet; None: any
+            returning = " RETURNING version" if expect_version is None else ""
             sql = ("INSERT INTO runs (run_id, status, version, snapshot, agent, session_key, created_at, "
                    f"updated_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET {set_}"
-                   + (" WHERE runs.version = 0" if expect_version == 0 else "") + " RETURNING version")
+                   + (" WHERE runs.version = 0" if expect_version == 0 else "") + returning)
             params = (run_id, status, data, agent, session, now, now, status, data, agent, session, now)
 
         def run() -> int:
             # One statement, atomic on its own (no BEGIN/COMMIT round); the version check is in it.
             c = self._c
-            rows = c.execute(sql, params).fetchall()  # stepped to the end: the statement commits here
+            cur = c.execute(sql, params)
+            rows = cur.fetchall() if returning else None  # stepped to the end: the statement commits here
             self._committed(c)
-            row = rows[0] if rows else None
-            if row is None:
-                cur = c.execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-                raise RunConflictError(f"run {run_id!r}: checkpoint version is {int(cur[0]) if cur else 0}, "
-                                       f"expected {expect_version} (another process saved it); nothing saved")
-            return int(row[0])
+            if rows:
+                return int(rows[0][0])
+            if rows is None and cur.rowcount == 1:
+                return (expect_version or 0) + 1
+            cur_v = c.execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            raise RunConflictError(f"run {run_id!r}: checkpoint version is {int(cur_v[0]) if cur_v else 0}, "
+                                   f"expected {expect_version} (another process saved it); nothing saved")
         return await self._call(run, inline=True)
 
     _RUN_COLS = "run_id, status, version, agent, session_key, last_event_id, created_at, updated_at"
