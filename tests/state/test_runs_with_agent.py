@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,49 @@ def test_killed_worker_resumes_in_a_new_process(store_url: str, tmp_path: Path) 
         assert second.returncode == 0, second.stderr[-2000:]
         assert "All 3 tool steps are done" in second.stdout
     assert counter.read_text().split() == ["call_0", "call_1", "call_2"]  # each call exactly once
+
+
+async def test_every_safe_point_is_stored_as_its_snapshot(store_url: str, llm: FakeLLM) -> None:
+    """What each save stores is the checkpoint's RunSnapshot, field for field (the hot path builds the
+    JSON without the snapshot object)."""
+    from chainreact.state.checkpoint import RunSnapshot
+    from chainreact.state.runs import StoreCheckpointer, snapshot_of
+
+    llm.add_turns([
+        {"tool_calls": [{"id": "a", "name": "weather", "arguments": {"city": "Lyon"}},
+                        {"id": "b", "name": "weather", "arguments": {"city": "Oslo"}}]},
+        {"tool_calls": [{"id": "c", "name": "weather", "arguments": {"city": "Rome"}}]},
+        {"text": "done"},
+    ])
+    async with await open_store(store_url) as store:
+        seen: list[tuple[str, RunSnapshot]] = []
+
+        class Check(StoreCheckpointer):
+            async def __call__(self, cp: Any) -> None:
+                await super().__call__(cp)
+                expected = snapshot_of(cp, session="s9", extra={"doc": "x.json"})
+                stored = RunSnapshot.from_dict((await store.load_run(cp.run_id)).snapshot)
+                assert stored == expected, cp.point
+                assert self.last == expected
+                seen.append((cp.point, stored))
+
+        hook = Check(store, session="s9", extra={"doc": "x.json"})
+        result = await agent(llm).run("weather?", checkpoint=hook)
+        assert result.content == "done"
+        assert [p for p, _ in seen] == ["after_model", "tool_result", "tool_result", "after_tools",
+                                        "after_model", "after_tools"]
+        assert [len(s.messages) for _, s in seen] == [3, 3, 3, 5, 6, 7]  # the system message first
+
+
+async def test_a_run_that_fails_keeps_its_last_safe_point(store_url: str, llm: FakeLLM) -> None:
+    llm.add_turns([{"tool_calls": [{"id": "a", "name": "weather", "arguments": {"city": "Lyon"}}]},
+                   {"status": 400, "message": "bad request"}])
+    async with await open_store(store_url) as store:
+        with pytest.raises(Exception, match="bad request"):
+            await run_with_store(agent(llm), store, "weather?", session="s1")
+        (rec,) = await store.runs()
+        assert rec.status == "failed"
+        full = await store.load_run(rec.run_id)
+        assert [m["role"] for m in full.snapshot["messages"]] == ["system", "user", "assistant", "tool"]
+        extra = full.snapshot["extra"]
+        assert extra["point"] == "after_tools" and "bad request" in extra["error"]

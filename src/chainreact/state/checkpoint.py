@@ -11,6 +11,7 @@ it runs the pending calls that have no completed result, and only those.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,22 +64,8 @@ class RunSnapshot:
     extra: dict[str, Any] = field(default_factory=dict)  # the agent side's own JSON-able fields
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "run_id": self.run_id,
-            "status": self.status,
-            "step": self.step,
-            "agent": self.agent,
-            "session": self.session,
-            "messages": [message_to_dict(m) for m in self.messages],
-            "pending_tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                   for c in self.pending_tool_calls],
-            "completed_tool_results": {k: {"content": v.content, "is_error": v.is_error}
-                                       for k, v in self.completed_tool_results.items()},
-            "questions": [{"id": q.id, "kind": q.kind, "question": q.question, "schema": q.schema,
-                           "tool": q.tool, "arguments": q.arguments} for q in self.questions],
-            "extra": self.extra,
-        }
+        return snapshot_dict(self.run_id, self.status, self.step, self.agent, self.session, self.messages,
+                             self.pending_tool_calls, self.completed_tool_results, self.questions, self.extra)
 
     @classmethod
     def from_dict(cls, data: Any) -> RunSnapshot:
@@ -139,6 +126,29 @@ class RunSnapshot:
     def calls_to_run(self) -> list[ToolCall]:
         """The pending calls with no completed result: what a resume must still execute."""
         return [c for c in self.pending_tool_calls if c.id not in self.completed_tool_results]
+
+
+def snapshot_dict(run_id: str, status: str, step: int, agent: str | None, session: str | None,
+                  messages: Sequence[Message], pending: Sequence[ToolCall], completed: Mapping[str, Any],
+                  questions: Sequence[Question], extra: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's JSON form (`RunSnapshot.to_dict`), from its fields: the agent's checkpoint hook
+    (state/runs.py) builds it straight from the loop's values, without a RunSnapshot in between.
+    `completed` values need `content` and `is_error` (ToolOutcome, or the loop's ToolOutput)."""
+    return {
+        "format": FORMAT,
+        "run_id": run_id,
+        "status": status,
+        "step": step,
+        "agent": agent,
+        "session": session,
+        "messages": [message_to_dict(m) for m in messages],
+        "pending_tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in pending],
+        "completed_tool_results": {k: {"content": v.content, "is_error": v.is_error}
+                                   for k, v in completed.items()},
+        "questions": [{"id": q.id, "kind": q.kind, "question": q.question, "schema": q.schema,
+                       "tool": q.tool, "arguments": q.arguments} for q in questions],
+        "extra": extra,
+    }
 
 
 def _list(data: dict[str, Any], key: str, bad: Any) -> list[Any]:

@@ -25,7 +25,7 @@ from ..agent.plan import plan_hook
 from ..agent.recording import IORecorder
 from ..tools.base import ToolOutput
 from ..types import Message
-from .checkpoint import Question, RunSnapshot, ToolOutcome, prepare_resume, save_snapshot
+from .checkpoint import Question, RunSnapshot, ToolOutcome, prepare_resume, save_snapshot, snapshot_dict
 from .errors import StateError
 
 
@@ -52,9 +52,24 @@ class StoreCheckpointer:
         self.session = session
         self.extra = dict(extra or {})  # the caller's own JSON fields, kept in every snapshot's `extra`
         self.version = version
-        self.last: RunSnapshot | None = None
+        self._last: RunSnapshot | None = None
+        self._saved: tuple[Checkpoint, list[Message], dict[str, Any]] | None = None  # `last`, not built yet
         self.recorder: IORecorder | None = None  # the run's I/O, saved in `extra.io` when it stops
         self._io: list[dict[str, Any]] = []
+
+    @property
+    def last(self) -> RunSnapshot | None:
+        """The snapshot saved last (built when asked: only a failed run's final save needs it)."""
+        if self._saved is not None:
+            cp, messages, extra = self._saved
+            snap = snapshot_of(cp, session=self.session)
+            snap.messages, snap.extra = messages, extra
+            self._last, self._saved = snap, None
+        return self._last
+
+    @last.setter
+    def last(self, snap: RunSnapshot | None) -> None:
+        self._last, self._saved = snap, None
 
     def record(self, agent: Agent, data: Any) -> IORecorder:
         """Record the run's I/O (install the returned recorder as a plan hook around the run); a resumed
@@ -70,11 +85,19 @@ class StoreCheckpointer:
         return snap
 
     async def __call__(self, cp: Checkpoint) -> None:
-        snap = snapshot_of(cp, session=self.session, extra=self.extra)
-        if cp.point == "interrupted":
-            snap = self._with_io(snap)
-        self.version = await save_snapshot(self.store, snap, expect_version=self.version)
-        self.last = snap
+        if cp.point == "interrupted" or cp.questions:
+            snap = self._with_io(snapshot_of(cp, session=self.session, extra=self.extra))
+            self.version = await save_snapshot(self.store, snap, expect_version=self.version)
+            self.last = snap
+            return
+        # The safe points of a running run, several per step: the snapshot's JSON form straight from the
+        # checkpoint (what snapshot_of(cp).to_dict() gives, without building the RunSnapshot).
+        messages, extra = list(cp.messages), {**self.extra, "point": cp.point}
+        data = snapshot_dict(cp.run_id, "running", cp.step, cp.agent, self.session, messages, cp.pending,
+                             cp.completed, (), extra)
+        self.version = int(await self.store.save_run(cp.run_id, data, status="running", agent=cp.agent,
+                                                     session=self.session, expect_version=self.version))
+        self._saved, self._last = (cp, messages, extra), None
 
     async def finish(self, result: RunResult | None, run_id: str | None, agent: str,
                      error: BaseException | None = None) -> None:
