@@ -76,6 +76,28 @@ def test_an_undefined_url_no_longer_falls_back_to_the_embedded_model() -> None:
         resolve_agent_config({"url": "${global.url}"}, {})
 
 
+@pytest.mark.parametrize("where", ["url", "failover"])
+def test_a_url_template_that_renders_empty_is_an_error_not_the_embedded_model(
+        where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHAINREACT_TEST_LLM_URL", raising=False)
+    template = "${env('CHAINREACT_TEST_LLM_URL')}"
+    doc = ({"url": template} if where == "url"
+           else {"url": "http://x/v1", "failover": [{"url": template}]})
+    with pytest.raises(ConfigError) as e:
+        resolve_agent_config(doc, {"url": ""})
+    path = "$.url" if where == "url" else "$.failover[0].url"
+    assert e.value.errors[0][0] == path
+    assert "rendered empty" in e.value.errors[0][1] and template in e.value.errors[0][1]
+    with pytest.raises(ConfigError, match="rendered empty"):
+        resolve_agent_config({"url": "${global.url}"}, {"url": " "})  # a global given as nothing
+    monkeypatch.setenv("CHAINREACT_TEST_LLM_URL", "http://127.0.0.1:9/v1")
+    resolved = resolve_agent_config(doc).config
+    assert "http://127.0.0.1:9/v1" in [resolved.url, *(f.url for f in resolved.failover)]
+    # a template that says where to go when the variable is unset is followed
+    fallback = resolve_agent_config({"url": "${env('CHAINREACT_TEST_NOPE', 'local')}"})
+    assert uses_embedded_model(fallback.config)
+
+
 @pytest.mark.parametrize("url", ["", "local", " LOCAL "])
 def test_absent_or_local_url_means_the_embedded_model(url: str) -> None:
     assert uses_embedded_model(resolve_agent_config({"url": url}).config)

@@ -4,8 +4,9 @@
 document means the same thing whichever way it is run:
 
 - `url`, `key` and `model` of the primary and of every `failover[]` endpoint are rendered, strictly: a
-  template that names an undefined variable is a ConfigError naming the variable and the field (never a
-  silent switch to the embedded model because `url` came out empty);
+  template that names an undefined variable is a ConfigError naming the variable and the field, and so
+  is a `url` template that renders empty (`${env('LLM_URL')}` with LLM_URL unset): never a silent switch
+  to the default endpoint because `url` came out empty;
 - `params` (also `extraFields`) of the primary and of every failover endpoint, and `images`, are rendered;
   a value that is wholly one `${...}` keeps its type (`"${global.budget}"` gives 1024, not "1024");
 - `systemPrompt`, `messages` and tool descriptors are left as they are: they may read `metadata` and
@@ -81,6 +82,7 @@ def resolve_agent_config(src: DocumentSource, globals: Mapping[str, Any] | None 
         rendered = r.strict(value, name)
         if rendered is not value:
             update[name] = rendered
+    r.not_empty_url(cfg.url, update.get("url", cfg.url), "url")
     params = r.params(cfg.params, "params")
     if params is not cfg.params:
         update["params"] = params
@@ -182,6 +184,14 @@ class _Renderer:
                              f"after rendering templates: {first['msg']} (got {first.get('input')!r:.80})"
                              ) from None
 
+    def not_empty_url(self, template: str, rendered: str, field: str) -> None:
+        """A `url` template that rendered empty would silently send the calls to the default endpoint
+        (OPENAI_BASE_URL, or the embedded model): an error, as an undefined variable is."""
+        if _has_template(template) and not str(rendered).strip():
+            raise self.error(field, f"{template!r} rendered empty, which would mean the default endpoint "
+                                    "(OPENAI_BASE_URL, else the embedded model): set what it reads, or say "
+                                    "the fallback in it (${env('X', 'local')}), or leave url out")
+
     def failover(self, fo: FailoverEndpoint, i: int) -> FailoverEndpoint:
         update: dict[str, Any] = {}
         for name in _ENDPOINT_FIELDS:
@@ -189,6 +199,7 @@ class _Renderer:
             rendered = self.strict(value, f"failover[{i}].{name}")
             if rendered is not value:
                 update[name] = rendered
+        self.not_empty_url(fo.url, update.get("url", fo.url), f"failover[{i}].url")
         if fo.params is not None:
             params = self.params(fo.params, f"failover[{i}].params")
             if params is not fo.params:
