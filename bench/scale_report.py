@@ -89,12 +89,14 @@ def peer_row(fw: str, size: int, c: dict[str, Any], meta: dict[str, Any]) -> str
         outcome = f"finished, {c['failed']:,} failed"
     else:
         outcome = str(c.get("reason") or c.get("status"))
-    answered = (c.get("server_counts") or {}).get("requests")
-    # Per model request the server answered: the runs still going at the deadline had made some.
-    cpu = c["cpu_s"] / answered * 1e3 if ran and answered and "cpu_s" in c else None
-    cells = [f"{scale.done(c):,}", f"{c['failed']:,}", f"{c.get('unfinished', 0):,}",
+    # Model requests the server got for the measured runs (the warm-up's left out): the runs still going
+    # at the deadline had made some; CPU is per such request.
+    warmup = c.get("runs", 0) - c.get("in_flight", 0)
+    answered = (c.get("server_counts") or {}).get("requests", 0) - 4 * warmup
+    cpu = c["cpu_s"] / answered * 1e3 if ran and answered > 0 and "cpu_s" in c else None
+    cells = [f"{scale.done(c):,}", f"{c['failed']:,}", f"{c.get('unfinished', 0):,}", f"{answered:,}",
              f"{c['wall_s']:.0f}", f"{cpu:.2f}" if cpu else "n/a", f"{c['lag_p99_ms']:,.0f}",
-             f"{c['peak_rss_mb']:.0f}"] if ran else ["n/a"] * 7
+             f"{c['peak_rss_mb']:.0f}"] if ran else ["n/a"] * 8
     load = f"{meta['load_avg_start'][0]:.1f} / {meta['load_avg_end'][0]:.1f}"
     return (f"| {scale.FRAMEWORKS[fw]} | {size:,} | {outcome} | {' | '.join(cells)} | "
             f"{meta['date']}, load {load} |")
@@ -108,11 +110,11 @@ def peers_block(results: list[dict[str, Any]]) -> str:
         "the runs (`bench/scale.py --only NAME --sizes 10000 --rounds 1 --sse 0 --budget N --no-docs "
         "--out DIR`, then `python bench/scale_report.py --peers DIR/scale-latest.json ...`). Runs still "
         "going at the deadline are counted and cancelled; CPU is the client process's per model request "
-        "the server answered.",
+        "the server got.",
         "",
-        "| Framework | in flight | outcome | runs done | failed | unfinished | wall s | CPU ms/req "
-        "| lag p99 ms | peak RSS MB | run (UTC), load start / end |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Framework | in flight | outcome | runs done | failed | unfinished | model requests "
+        "| wall s | CPU ms/req | lag p99 ms | peak RSS MB | run (UTC), load start / end |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     failed = []
     for res in results:
