@@ -3,43 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.serving import ask_every_id, serve
 
 
 def test_serve_examples_folder_as_the_readme_says() -> None:
-    port = _port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHAINREACT_"))}
-    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", "examples/", "--port", str(port)],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                ready = httpx.get(base + "/readyz", timeout=2)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
-                time.sleep(0.2)
-        assert ready.json()["problems"] == []
-        assert ready.json()["cannot_run"] == []  # assistant names no endpoint: it needs no --global
+    with serve("examples/") as served:
+        base = served.base
+        assert served.ready["problems"] == []
+        assert served.ready["cannot_run"] == []  # assistant names no endpoint: it needs no --global
         models = {m["id"]: m["owned_by"] for m in httpx.get(base + "/v1/models", timeout=10).json()["data"]}
         # The README names demo-adder; the examples' chains and flow are served next to it.
         assert models["demo-adder"] == "chainreact-agent"
@@ -50,11 +25,8 @@ def test_serve_examples_folder_as_the_readme_says() -> None:
                        timeout=30)
         assert r.status_code == 200, r.text
         assert r.text == "KITCHEN: 71 is too hot"  # RuleGo's answer: the out message's data
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err, err
-    assert "serving agent 'demo-adder'" in err
+    assert "Traceback" not in served.stderr, served.stderr
+    assert "serving agent 'demo-adder'" in served.stderr
 
 
 def _respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -70,33 +42,10 @@ def test_every_example_served_answers_with_the_openai_variables_set(fake_llm: An
     """One switch: with OPENAI_BASE_URL / OPENAI_API_KEY at a model (here a FakeLLM), every id that
     `chainreact serve examples/` lists answers a chat completion, and the key goes with every model call."""
     llm = fake_llm(_respond)
-    port = _port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CHAINREACT_"))}
-    env.update(OPENAI_BASE_URL=llm.url, OPENAI_API_KEY="sk-newcomer")
-    proc = subprocess.Popen([sys.executable, "-m", "chainreact", "serve", "examples/", "--port", str(port),
-                             "--no-watch"], cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
-    base = f"http://127.0.0.1:{port}"
-    answers: dict[str, Any] = {}
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                ready = httpx.get(base + "/readyz", timeout=2).json()
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
-                time.sleep(0.2)
-        assert ready["problems"] == [] and ready["cannot_run"] == []
-        ids = [m["id"] for m in httpx.get(base + "/v1/models", timeout=10).json()["data"]]
-        assert {"demo-adder", "alarm", "assistant", "support"} <= set(ids)
-        for ident in ids:
-            r = httpx.post(base + "/v1/chat/completions", timeout=60, json={
-                "model": ident, "user": "newcomer",
-                "messages": [{"role": "user", "content": "Is 71 degrees too hot?"}]})
-            answers[ident] = (r.status_code, r.json())
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+    with serve("examples/", "--no-watch",
+               env={"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-newcomer"}) as served:
+        answers = ask_every_id(served, "Is 71 degrees too hot?", timeout=60)
+    assert {"demo-adder", "alarm", "assistant", "support"} <= set(answers)
     for ident, (status, body) in answers.items():
         assert status == 200, (ident, body)
         assert body["choices"][0]["message"]["content"], (ident, body)
@@ -105,4 +54,4 @@ def test_every_example_served_answers_with_the_openai_variables_set(fake_llm: An
     # agents, a chain's agent node and the flow's node (provider: openai) all called the model, with the key
     assert len(llm.chat_requests) >= 3
     assert {r.headers.get("authorization") for r in llm.chat_requests} == {"Bearer sk-newcomer"}
-    assert "Traceback" not in err, err
+    assert "Traceback" not in served.stderr, served.stderr
