@@ -80,37 +80,73 @@ def block(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def peer_row(fw: str, size: int, c: dict[str, Any], meta: dict[str, Any]) -> str:
-    """One cell of a separate run: what the framework did in its budget, with the figures it has."""
-    ran = c.get("status") in ("ok", "failed runs", "unfinished")
-    if c.get("status") == "ok":
-        outcome = "finished"
-    elif c.get("status") == "failed runs":
-        outcome = f"finished, {c['failed']:,} failed"
-    else:
-        outcome = str(c.get("reason") or c.get("status"))
+def peer_figures(c: dict[str, Any]) -> dict[str, float] | None:
+    """What one cell of a separate run did in its budget (None: its runner never reported)."""
+    if c.get("status") not in ("ok", "failed runs", "unfinished"):
+        return None
     # Model requests the server got for the measured runs (the warm-up's left out): the runs still going
     # at the deadline had made some; CPU is per such request.
     warmup = c.get("runs", 0) - c.get("in_flight", 0)
     answered = (c.get("server_counts") or {}).get("requests", 0) - 4 * warmup
-    cpu = c["cpu_s"] / answered * 1e3 if ran and answered > 0 and "cpu_s" in c else None
-    cells = [f"{scale.done(c):,}", f"{c['failed']:,}", f"{c.get('unfinished', 0):,}", f"{answered:,}",
-             f"{c['wall_s']:.0f}", f"{cpu:.2f}" if cpu else "n/a", f"{c['lag_p99_ms']:,.0f}",
-             f"{c['peak_rss_mb']:.0f}"] if ran else ["n/a"] * 8
+    cpu = c["cpu_s"] / answered * 1e3 if answered > 0 and "cpu_s" in c else None
+    return {"done": scale.done(c), "failed": c["failed"], "unfinished": c.get("unfinished", 0),
+            "requests": answered, "wall": c["wall_s"], "cpu": cpu, "lag": c["lag_p99_ms"],
+            "rss": c["peak_rss_mb"]}
+
+
+def outcome(c: dict[str, Any], rounds: int, budget: float) -> str:
+    """A cell's outcome: in full for a single round, by kind when rounds are counted together."""
+    status = c.get("status")
+    if status == "ok":
+        return "finished"
+    if status == "failed runs":
+        return f"finished, {c['failed']:,} failed" if rounds == 1 else "finished with failed runs"
+    if status == "unfinished" and rounds > 1:
+        return f"did not finish in {budget:.0f} s"
+    return str(c.get("reason") or status)
+
+
+PEER_COLUMNS = (("done", 0, ","), ("failed", 0, ","), ("unfinished", 0, ","), ("requests", 0, ","),
+                ("wall", 0, ""), ("cpu", 2, ""), ("lag", 0, ","), ("rss", 0, ""))
+
+
+def peer_row(fw: str, size: int, cells: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """A framework's row: every round's outcome, and median [lowest-highest round] of each figure over
+    the rounds whose runner reported (just the value when they agree)."""
+    budget = float(meta["settings"]["budget_s"])
+    kinds: dict[str, int] = {}
+    for c in cells:
+        k = outcome(c, len(cells), budget)
+        kinds[k] = kinds.get(k, 0) + 1
+    said = kinds.popitem()[0] if len(cells) == 1 else "; ".join(
+        f"{k} in {n} of {len(cells)} rounds" for k, n in kinds.items())
+    figures = [f for f in map(peer_figures, cells) if f is not None]
+    out = []
+    for key, digits, sep in PEER_COLUMNS:
+        s = stats.spread(f[key] for f in figures)
+        if not s:
+            out.append("n/a")
+            continue
+        form = f"{{:{sep}.{digits}f}}"
+        med = form.format(s["median"])
+        lo, hi = form.format(s["min"]), form.format(s["max"])
+        out.append(med if lo == hi else f"{med} [{lo}–{hi}]")  # every round the same: the one value
     load = f"{meta['load_avg_start'][0]:.1f} / {meta['load_avg_end'][0]:.1f}"
-    return (f"| {scale.FRAMEWORKS[fw]} | {size:,} | {outcome} | {' | '.join(cells)} | "
-            f"{meta['date']}, load {load} |")
+    return f"| {scale.FRAMEWORKS[fw]} | {size:,} | {said} | {' | '.join(out)} | {meta['date']}, load {load} |"
 
 
 def peers_block(results: list[dict[str, Any]]) -> str:
-    """The frameworks at the largest size, each from its own run of bench/scale.py (a row per cell)."""
+    """The frameworks at the largest size, from separate runs of bench/scale.py: a row per framework and
+    run, its figures the median [lowest-highest] of the run's rounds."""
     budgets = sorted({f"{r['meta']['settings']['budget_s']:.0f}" for r in results})
+    rounds = sorted({str(r["meta"]["settings"].get("rounds", 1)) for r in results})
     lines = [
-        f"Each framework alone at its largest size, one round, a budget of {' or '.join(budgets)} s for "
-        "the runs (`bench/scale.py --only NAME --sizes 10000 --rounds 1 --sse 0 --budget N --no-docs "
-        "--out DIR`, then `python bench/scale_report.py --peers DIR/scale-latest.json ...`). Runs still "
-        "going at the deadline are counted and cancelled; CPU is the client process's per model request "
-        "the server got.",
+        f"Each framework at its largest size, {' or '.join(rounds)} round(s) interleaving the frameworks, "
+        f"a budget of {' or '.join(budgets)} s for the runs (`bench/scale.py --only NAMES --sizes 10000 "
+        "--rounds N --sse 0 --budget S --no-docs --out DIR`, then `python bench/scale_report.py --peers "
+        "DIR/scale-latest.json ...`). Runs still going at the deadline are counted and cancelled; CPU is "
+        "the client process's per model request the server got. Figures: median [lowest–highest round] "
+        "over the rounds whose process reported.",
         "",
         "| Framework | in flight | outcome | runs done | failed | unfinished | model requests "
         "| wall s | CPU ms/req | lag p99 ms | peak RSS MB | run (UTC), load start / end |",
@@ -120,15 +156,19 @@ def peers_block(results: list[dict[str, Any]]) -> str:
     for res in results:
         sizes = [str(s) for s in res["meta"]["settings"]["sizes"]]
         for fw, per in res["frameworks"].items():
-            for c in per[sizes[-1]]["cells"]:
-                lines.append(peer_row(fw, int(sizes[-1]), c, res["meta"]))
-                kinds = c.get("failures_by_kind") or ({c["problem"]: c["failed"]} if c.get("problem") else {})
-                if c.get("failed") and kinds:
-                    top = "; ".join(f"{n:,} x `{msg[:120]}`" for msg, n in list(kinds.items())[:3])
-                    failed.append(f"- {scale.FRAMEWORKS[fw]}: {top}")
+            cells = per[sizes[-1]]["cells"]
+            lines.append(peer_row(fw, int(sizes[-1]), cells, res["meta"]))
+            kinds: dict[str, int] = {}
+            for c in cells:
+                found = c.get("failures_by_kind") or ({c["problem"]: c["failed"]} if c.get("problem") else {})
+                for msg, n in found.items():
+                    kinds[msg] = kinds.get(msg, 0) + n
+            if kinds:
+                top = "; ".join(f"{n:,} x `{msg[:120]}`" for msg, n in list(kinds.items())[:3])
+                failed.append(f"- {scale.FRAMEWORKS[fw]}: {top}")
     if failed:
-        lines += ["", "Failed runs, by kind (the first kinds; a peer's error answer counts as failed):", "",
-                  *failed]
+        lines += ["", "Failed runs, by kind (the first kinds, all rounds; a peer's error answer counts as "
+                  "failed):", "", *failed]
     return "\n".join(lines)
 
 

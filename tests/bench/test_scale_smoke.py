@@ -88,3 +88,14 @@ def test_a_cell_past_its_budget_reports_what_it_did() -> None:
     block = scale_report.peers_block([res])
     row = "| bare httpx | 4 | did not finish in 1 s: 0 of 4 done, 0 failed, 4 still running | 0 | 0 | 4 | 4 |"
     assert row in block, block  # 4 model requests sent, none answered in time
+    # Rounds of one run make one row: each outcome counted, each figure median [lowest-highest] over the
+    # rounds whose runner reported (a killed runner reports nothing).
+    later = {**cell, "wall_s": 3.0, "peak_rss_mb": cell["peak_rss_mb"] + 10}
+    killed = {"status": "timeout", "reason": "runner timed out after 181 s"}
+    res["meta"]["settings"]["rounds"] = 3
+    res["frameworks"]["bare_httpx"]["4"]["cells"] = [cell, later, killed]
+    row = scale_report.peers_block([res]).splitlines()[4]
+    assert row.startswith("| bare httpx | 4 | did not finish in 1 s in 2 of 3 rounds; runner timed out "
+                          "after 181 s in 1 of 3 rounds | 0 | 0 | 4 | 4 | "), row
+    wall = f"{(cell['wall_s'] + 3.0) / 2:.0f} [{cell['wall_s']:.0f}–3]"
+    assert f"| {wall} |" in row, row
