@@ -57,7 +57,7 @@ $(VENV)/.stamp-bench-$(PYPROJECT_HASH): $(VENV)/.stamp-dev-$(PYPROJECT_HASH)
 	$(PIP) -e '.[bench]'
 	touch $@
 
-## bench: install the peers (extra 'bench') and run the benchmark suite against them (25-45 min on 2 cores: 24.8 min quiet on 2026-12-01, 43.9 min on 2026-12-02 with a CI run sharing the machine);
+## bench: install the peers (extra 'bench') and run the benchmark suite against them (19-45 min on 2 cores: 18.9 min quiet on 2026-12-02 04:33 UTC, 43.9 min the same morning with a CI run sharing the machine);
 ## writes docs/performance.md. BENCH_ARGS="--quick" or "--only chainreact,agno" for a part of it.
 bench: $(VENV)/.stamp-bench-$(PYPROJECT_HASH)
 	bench/run $(BENCH_ARGS)

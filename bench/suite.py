@@ -53,7 +53,7 @@ QUICK = {"rounds": 1, "runs": 4, "reps": 2, "warmup": 1, "conc_runs": 100, "conc
          "build_budget": 20.0, "import_repeat": 3, "ttft_iterations": 8}
 # The suite's scale workload: chainreact alone. The peers and baselines take minutes each at 10,000 runs in
 # flight (pydantic-ai ~30 s at 500 on a loaded 2-core machine, ~20x that at 10,000), which would take
-# `make bench` far past its 25 minutes; `python bench/scale.py --only chainreact,bare_httpx,pydantic_ai`
+# `make bench` far past its 19-45 minutes; bench/README.md gives the `bench/scale.py --only ...` run that
 # measures them beside chainreact.
 SCALE_FRAMEWORKS = ("chainreact",)
 SCALE_BUDGET_S = 300.0
