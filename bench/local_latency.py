@@ -3,8 +3,8 @@
     python bench/local_latency.py [--rounds 5] [--json]
 
 Per round, in this order: a fresh llama.cpp server started until `GET /v1/models` answers 200; on it a
-text reply of 32 and one of 128 tokens (non-streaming, temperature 0, `max_tokens` with `ignore_eos` off:
-the figure is per reply, and the token count the server reports is printed beside it); one bench task
+text reply of 32 and one of 128 tokens (non-streaming, temperature 0, `max_tokens` 32 or 128; the token
+count the server reports is printed at the end, since a reply may stop early); one bench task
 (bench/local_model.py's first sum: a tool call, the tool, the answer); the server stopped; then
 `chainreact run examples/demo-agent.json "What is 17 + 25? Use the add tool."` end to end in a fresh
 process (its own server start included). Published: median [lowest-highest round].
