@@ -112,3 +112,37 @@ async def test_sessions_count_the_messages_kept_under_the_users_memory_id(fake_l
         rec = await (await flow.store()).get_run(flow.session_key("s"))
         assert rec is not None and rec.snapshot["user"] == {"id": "u1", "name": "Ann"}
         assert [(s.session, s.messages) for s in await flow.sessions()] == [("s", 6)]
+
+
+async def test_memory_ids_that_name_a_missing_user_are_not_shared(fake_llm: Any, tmp_path: Path) -> None:
+    # Turns without a user id: "mem-{{user.id}}" and "ltm-{{user.id}}" would be "mem-" and "ltm-", one
+    # conversation and one long-term memory for every anonymous client. The conversation falls back to the
+    # session's own key; long-term memory is neither written nor recalled.
+    srv = fake_llm([reply(n) for n in range(1, 6)])
+    doc = chat_flow(srv.url)
+    doc["nodes"][0]["memory"]["longTermMemory"] = {"memoryId": "ltm-{{user.id}}", "memoryType": "episodic"}
+    async with Flow.from_dict(doc, state=f"sqlite:///{tmp_path}/s.db") as flow:
+        await flow.send("a", "my secret is 7777")
+        await flow.send("a", "and?")
+        await flow.send("b", "what is my secret?")
+        await flow.send("c", "hi", user={"id": "u1"})
+        await flow.send("d", "again", user={"id": "u1"})
+        store = await flow.store()
+        assert await store.memories(namespace="ltm-") == []
+        assert len(await store.memories(namespace="ltm-u1")) == 2  # one per turn of u1
+    a2, b, _, d = (srv.chat_requests[i].messages for i in (1, 2, 3, 4))
+    assert [m["content"] for m in a2[1:]] == ["my secret is 7777", '{"response": "r1"}', "and?"]  # her own
+    assert [m["content"] for m in b[1:]] == ["what is my secret?"] and "7777" not in b[0]["content"]
+    # A user with an id keeps one conversation across sessions, as memoryId promises.
+    assert [m["content"] for m in d[1:]] == ["hi", '{"response": "r4"}', "again"]
+
+
+async def test_user_identity_is_left_out_only_when_it_names_nothing(fake_llm: Any, tmp_path: Path) -> None:
+    srv = fake_llm([reply(1), reply(2)])
+    doc = chat_flow(srv.url)
+    doc["nodes"][0]["userIdentityExpression"] = "{{user.name}} (ID: {{user.id}})"
+    async with Flow.from_dict(doc, state=f"sqlite:///{tmp_path}/s.db") as flow:
+        await flow.send("a", "hi")  # before: "The user:  (ID: )"
+        await flow.send("b", "hi", user={"name": "Ann"})
+    assert srv.chat_requests[0].messages[0]["content"] == "Be brief."
+    assert srv.chat_requests[1].messages[0]["content"] == "Be brief.\n\nThe user: Ann (ID: )"

@@ -55,3 +55,28 @@ def test_every_example_served_answers_with_the_openai_variables_set(fake_llm: An
     assert len(llm.chat_requests) >= 3
     assert {r.headers.get("authorization") for r in llm.chat_requests} == {"Bearer sk-newcomer"}
     assert "Traceback" not in served.stderr, served.stderr
+
+
+def test_the_support_flow_keeps_two_anonymous_clients_apart(fake_llm: Any) -> None:
+    """Two OpenAI clients, neither logged in (no user object: `user` names only their sessions), talk to
+    the shipped support flow, whose memoryId is support-{{user.id}}. Before, both conversations were
+    kept under "support-": the second client's model call carried the first client's order number, and
+    each was greeted "Hello , "."""
+    llm = fake_llm(_respond)
+    with serve("examples/", "--no-watch",
+               env={"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-newcomer"}) as served:
+        def say(session: str, text: str) -> str:
+            r = httpx.post(served.base + "/v1/chat/completions", timeout=60, json={
+                "model": "support", "user": session, "messages": [{"role": "user", "content": text}]})
+            assert r.status_code == 200, r.text
+            return str(r.json()["choices"][0]["message"]["content"])
+
+        assert say("ann-chat", "Hi").startswith("Hello there, this is Shoes&Co support.")
+        say("ann-chat", "My order 7777 is late")
+        say("bob-chat", "Hi")
+        say("bob-chat", "Where is my order?")
+    bob_call = json.dumps(llm.chat_requests[-1].messages)
+    assert "Where is my order?" in bob_call and "7777" not in bob_call
+    ann_call = json.dumps(llm.chat_requests[1].messages)
+    assert "My order 7777 is late" in ann_call and "Customer says: Hi" in ann_call  # her own turns stay
+    assert all("The user:" not in r.messages[0]["content"] for r in llm.chat_requests)  # no " (ID: )"

@@ -60,6 +60,21 @@ def render(text: str, env: Mapping[str, Any]) -> str:
     return compile_template(text).render(env, optional=True)
 
 
+def blanks(text: str, env: Mapping[str, Any]) -> list[bool]:
+    """For each `{{...}}` of the template, whether its value is nil or blank (`{{user.id}}` in a turn
+    without a user): a key such as `support-{{user.id}}` then names nobody in particular."""
+    return [not render("{{" + m.group(1) + "}}", env).strip() for m in _EXPR.finditer(text)]
+
+
+def render_key(text: str, env: Mapping[str, Any]) -> str | None:
+    """A key template (`memoryId`) rendered, or None when one of its expressions is nil or blank: rendered
+    anyway, `support-{{user.id}}` would be one key shared by every user who gave no id, and each would be
+    handed the others' conversation."""
+    if any(blanks(text, env)):
+        return None
+    return render(text, env) or None
+
+
 def evaluate(program: Program, env: Mapping[str, Any]) -> Any:
     return program.run(env, optional=True)
 

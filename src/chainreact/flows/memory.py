@@ -92,15 +92,20 @@ EXTRACT_PROMPTS = {
 
 
 def _long_term(node: AIAgentNode, env: dict[str, Any]) -> tuple[Any, str, str] | None:
-    """(the definition, scope, namespace) of the node's long-term memory, or None."""
+    """(the definition, scope, namespace) of the node's long-term memory, or None: also when its
+    `memoryId` names a value the turn does not have (`customer-{{user.id}}` without a user id), since
+    memory kept across sessions for nobody in particular would be recalled to everyone."""
     from ..state import GLOBAL
-    from .exprs import render
+    from .exprs import render_key
 
     ltm = node.memory.longTermMemory if node.memory is not None else None
     if ltm is None:
         return None
     scope = GLOBAL if ltm.scope == "global" else node.name
-    return ltm, scope, render(ltm.memoryId, env) if ltm.memoryId else ""
+    if not ltm.memoryId:
+        return ltm, scope, ""
+    namespace = render_key(ltm.memoryId, env)
+    return None if namespace is None else (ltm, scope, namespace)
 
 
 async def recall_memories(node: AIAgentNode, env: dict[str, Any], store: Store) -> list[str]:

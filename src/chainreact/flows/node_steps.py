@@ -29,7 +29,7 @@ from ..types import Message
 from .asking import Pending, prompts_for, take_answer
 from .errors import FlowError, OutputValidationError
 from .events import FlowEvent, message
-from .exprs import render
+from .exprs import render, render_key
 from .llm import agent_config
 from .memory import (
     SUMMARY_HEADER,
@@ -160,9 +160,11 @@ def answer_text(output: Any, schema: dict[str, Any]) -> str | None:
 
 
 def memory_key(node: AIAgentNode, env: dict[str, Any], default: str) -> str:
+    """Where the node's conversation is kept: its `memoryId` rendered, else (no memoryId, or one that
+    names a value the turn does not have, exprs.render_key) `default`, the session's own key."""
     mem = node.memory
     if mem is not None and mem.memoryId:
-        return render(mem.memoryId, env) or default
+        return render_key(mem.memoryId, env) or default
     return default
 
 
