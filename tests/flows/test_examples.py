@@ -47,3 +47,22 @@ def test_durable_chat_example_runs() -> None:
                    "  -> node=survey ended=False", "[bye] Thank you, Ann (you rated us 5/5).",
                    "  -> node=None ended=True"]:
         assert needle in out, out
+
+
+def test_shipped_flows_read_well_without_a_user() -> None:
+    # A client that sends no user (an OpenAI client without login) met "Hello , this is ..." and "help
+    # you with, ?": every text template of the shipped flows that names the user reads well without one.
+    import json
+    import re
+
+    from chainreact.flows.exprs import render
+
+    texts = []
+    for path in sorted((ROOT / "examples" / "flows").glob("*.json")):
+        for node in json.loads(path.read_text())["nodes"]:
+            texts += [node[k] for k in ("message", "answerMessage") if "user." in node.get(k, "")]
+    assert len(texts) >= 4
+    for text in texts:
+        said = render(text, {"user": {}, "vars": {"survey": {"score": 5}}})
+        assert not re.search(r"\s[,.!?]|,\s*[,.!?(]|\(\s*\)", said), (text, said)
+        assert said == render(text, {"vars": {"survey": {"score": 5}}})
