@@ -123,3 +123,19 @@ def test_chain_run_exits_1_when_a_branch_ends_in_failure(tmp_path: Path) -> None
     assert bad.returncode == 1, bad.stderr
     assert bad.stdout.startswith("Failure (error: ")  # the ends are printed first, in every form
     assert "1 of 1 branch(es) ended in Failure; the first at node 'f'" in bad.stderr
+
+
+@pytest.mark.parametrize("how", [["run"], ["complete"]])
+def test_no_prompt_on_an_empty_stdin_or_a_blank_one_is_a_usage_error(tmp_path: Path, how: list[str]) -> None:
+    # A run from a script whose stdin is closed (cron, CI) sent the model an empty message and printed
+    # its reply to nothing, exit 0.
+    doc = agent_doc(tmp_path, [])
+    with FakeLLM([{"text": "10"}], loop=True) as llm:
+        for argv, stdin, said in [([], None, "stdin was empty"), (["-"], "  \n", "stdin was empty"),
+                                  (["  "], None, "the prompt given is blank")]:
+            proc = cli([*how, str(doc), *argv, "--global", f"url={llm.url}"], tmp_path, stdin=stdin)
+            assert proc.returncode == 2 and proc.stdout == "", (argv, proc.stdout, proc.stderr)
+            assert f"no prompt: {said}" in proc.stderr
+        assert llm.chat_requests == []
+        ok = cli([*how, str(doc), "--global", f"url={llm.url}"], tmp_path, stdin="What is 4 + 6?\n")
+    assert ok.returncode == 0 and ok.stdout == "10\n", ok.stderr

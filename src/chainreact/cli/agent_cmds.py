@@ -120,10 +120,15 @@ def _warn_agent_node_fields(data: Any, source: str | None) -> None:
 
 
 def _read_prompt(prompt: str | None) -> str:
+    how = "give it as an argument, or '-' / a pipe to read it from stdin"
     if prompt is None or prompt == "-":
         if prompt is None and sys.stdin.isatty():
-            raise UsageError("no prompt: give it as an argument, or '-' / a pipe to read it from stdin")
-        return sys.stdin.read()
+            raise UsageError(f"no prompt: {how}")
+        prompt, where = sys.stdin.read(), "stdin was empty"
+    else:
+        where = "the prompt given is blank"
+    if not prompt.strip():  # a run from a script with stdin closed would otherwise ask the model nothing
+        raise UsageError(f"no prompt: {where}; {how}")
     return prompt
 
 
