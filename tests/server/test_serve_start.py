@@ -118,3 +118,21 @@ def test_a_chain_given_its_global_can_run(tmp_path: Path) -> None:
         assert not any(line.startswith("cannot run") for line in srv.seen)
     finally:
         srv.stop()
+
+
+def test_a_port_in_use_is_said_before_anything_loads(tmp_path: Path) -> None:
+    # Before: uvicorn's own "[Errno 98] error while attempting to bind", after every document had loaded,
+    # and exit 3 (the code of a run that waits for an answer).
+    import socket
+
+    (tmp_path / "bot.json").write_text(json.dumps({"id": "bot", "configuration": {"url": "http://127.0.0.1:9",
+                                                                                  "model": "m"}}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = [sys.executable, "-m", "chainreact", "serve", str(tmp_path), "--port", str(port)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"error: cannot listen on 127.0.0.1:{port}: something else listens there; "
+                           "stop it, or serve on another port with --port N\n")

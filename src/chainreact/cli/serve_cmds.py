@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import importlib
 import ipaddress
@@ -51,6 +52,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for flag, rate in (("--rate-limit", args.rate_limit), ("--login-rate-limit", args.login_rate_limit)):
             if rate:
                 parse_rate(rate, flag)  # refused before anything loads
+    if taken := _port_taken(args.host, args.port):
+        print(f"error: {taken}", file=sys.stderr)
+        return EXIT_FAIL
     catalog = Catalog.load(args.paths, globals=build_globals(args.globals, args.globals_file))
     keys = KeyStore.load(args.keys) if args.keys else None
     users = _users(args)
@@ -176,6 +180,27 @@ def _count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
     return int(text)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why `serve` cannot listen on host:port, said before anything loads (uvicorn would say it after the
+    documents loaded, in its own words, and exit 3, the code of a run that waits), or None."""
+    import socket
+
+    if port == 0:
+        return None
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            sock.bind(addr)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return (f"cannot listen on {host}:{port}: something else listens there; stop it, or serve on "
+                    "another port with --port N")
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc} (see --host and --port)"
+    return None
 
 
 def _loopback(host: str) -> bool:
