@@ -6,8 +6,8 @@ up over HTTP (a `standard` tool); the desk's refund tool needs an amount the mod
 is asked (askUserForToolsInput) and the next message goes on with it; facts the model extracts are kept
 as `semantic` long-term memory and recalled in a later session.
 
-This example serves the shop's HTTP API on 127.0.0.1 itself and points the agents at the scripted fake
-server, so it runs offline: `python examples/flows/team_chat.py`.
+This example serves the shop's HTTP API (shop_api.py) on 127.0.0.1 itself and points the agents at the
+scripted fake server, so it runs offline: `python examples/flows/team_chat.py`.
 """
 
 from __future__ import annotations
@@ -15,36 +15,16 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import shop_api  # beside this file: the shop's HTTP API that team.json's tools call
 
 from chainreact.flows import Flow
 from chainreact.testing import FakeLLM
 
 HERE = Path(__file__).parent
 USER = {"id": "u1", "name": "Ann"}
-
-
-class ShopAPI(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _reply(self, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # /orders/{id}
-        self._reply({"orderId": self.path.rsplit("/", 1)[1], "status": "delivered late", "total": 89.0})
-
-    def do_POST(self) -> None:  # /refunds
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self._reply({"refundId": "R-1", **body})
 
 
 def answer(obj: dict[str, Any]) -> dict[str, str]:
@@ -83,8 +63,7 @@ def show(ev: Any) -> None:
 
 
 async def main(state: str) -> None:
-    api = ThreadingHTTPServer(("127.0.0.1", 0), ShopAPI)
-    threading.Thread(target=api.serve_forever, daemon=True).start()
+    api = shop_api.start()
     api_url = f"http://127.0.0.1:{api.server_address[1]}"
     try:
         async with FakeLLM(SCRIPT) as srv:

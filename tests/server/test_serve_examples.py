@@ -80,3 +80,43 @@ def test_the_support_flow_keeps_two_anonymous_clients_apart(fake_llm: Any) -> No
     ann_call = json.dumps(llm.chat_requests[1].messages)
     assert "My order 7777 is late" in ann_call and "Customer says: Hi" in ann_call  # her own turns stay
     assert all("The user:" not in r.messages[0]["content"] for r in llm.chat_requests)  # no " (ID: )"
+
+
+def _team_model(body: dict[str, Any]) -> dict[str, Any]:
+    """The team flow's desk delegates to billing, billing looks order 42 up, each answers in its schema."""
+    tools = {t["function"]["name"] for t in body.get("tools") or []}
+    last = body["messages"][-1]
+    if last["role"] == "user" and "billing" in tools:
+        return {"tool_calls": [{"name": "billing", "arguments": {"request": "status of order 42"}}]}
+    if last["role"] == "user" and "orderLookup" in tools:
+        return {"tool_calls": [{"name": "orderLookup", "arguments": {"orderId": "42"}}]}
+    if "orderLookup" in tools:
+        return {"text": json.dumps({"answer": "Order 42: " + str(last["content"])})}
+    return {"text": json.dumps({"response": "Billing says: " + str(last["content"]), "resolved": False})}
+
+
+def test_the_team_flows_tools_answer_with_the_shop_api_beside_it(fake_llm: Any) -> None:
+    """docs/server.md: `python examples/flows/shop_api.py` beside `chainreact serve examples/` makes the team
+    flow's tools answer (team.json points them at 127.0.0.1:8080)."""
+    import subprocess
+    import sys
+
+    from tests.serving import ROOT
+
+    llm = fake_llm(_team_model)
+    shop = subprocess.Popen([sys.executable, "examples/flows/shop_api.py"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert shop.stdout is not None
+        started = shop.stdout.readline()
+        assert started.startswith("shop API on http://127.0.0.1:8080"), (started, shop.stderr.read())
+        with serve("examples/", "--no-watch",
+                   env={"OPENAI_BASE_URL": llm.url, "OPENAI_API_KEY": "sk-newcomer"}) as served:
+            r = httpx.post(served.base + "/v1/chat/completions", timeout=60, json={
+                "model": "team", "messages": [{"role": "user", "content": "Where is my order 42?"}]})
+    finally:
+        shop.terminate()
+        shop.wait(10)
+    assert r.status_code == 200, r.text
+    answer = r.json()["choices"][0]["message"]["content"]
+    assert answer.startswith("Billing says: ") and "delivered late" in answer and "89" in answer, answer
