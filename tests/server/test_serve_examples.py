@@ -55,6 +55,9 @@ def test_every_example_served_answers_with_the_openai_variables_set(fake_llm: An
     assert len(llm.chat_requests) >= 3
     assert {r.headers.get("authorization") for r in llm.chat_requests} == {"Bearer sk-newcomer"}
     assert "Traceback" not in served.stderr, served.stderr
+    # ... and serve said so when it started
+    assert (f"model: a document that names no endpoint uses {llm.url}, model gpt-4o-mini "
+            "(OPENAI_BASE_URL / OPENAI_API_KEY)\n") in served.stderr
 
 
 def test_the_support_flow_keeps_two_anonymous_clients_apart(fake_llm: Any) -> None:

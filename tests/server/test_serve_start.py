@@ -90,6 +90,8 @@ def test_serve_says_where_it_listens_what_did_not_load_and_what_cannot_run(tmp_p
         # the rest was said before it listened: each document, one line each
         srv.until(r"^serving agent 'bot' \(")
         srv.until(r"^serving chain 'needs-url' \(")
+        srv.until(r"^model: a document that names no endpoint uses the embedded local model, started on its "
+                  r"first call \(OPENAI_BASE_URL / OPENAI_API_KEY point it elsewhere\)$")
         broken = srv.until(r"^not loaded: (.*broken\.json): (.*)$")
         assert "maxStep" in broken.group(2)
         srv.until(r"^cannot run: chain 'needs-url' \(.*needs-url\.json\): node 'ask' url is "

@@ -63,6 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "every agent and chain", file=sys.stderr)
     for entry in catalog.entries.values():
         print(f"serving {entry.kind} {entry.id!r} ({entry.source})", file=sys.stderr)
+    if not args.temporal:  # with --temporal the workers call the model, in their own environment
+        print(_default_model(), file=sys.stderr)
     for line in catalog.problems:  # one line each: the file, and why it did not load
         print(f"not loaded: {one_line(line)}", file=sys.stderr)
     from ..server import cannot_run
@@ -180,6 +182,19 @@ def _count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
     return int(text)
+
+
+def _default_model() -> str:
+    """Where a served document that names no endpoint sends its model calls (config/endpoint.py), so that
+    whoever serves knows which model answers."""
+    from ..config import env_endpoint
+
+    ep = env_endpoint()
+    if ep is not None:
+        return (f"model: a document that names no endpoint uses {ep.url}, model {ep.model} "
+                "(OPENAI_BASE_URL / OPENAI_API_KEY)")
+    return ("model: a document that names no endpoint uses the embedded local model, started on its first "
+            "call (OPENAI_BASE_URL / OPENAI_API_KEY point it elsewhere)")
 
 
 def _port_taken(host: str, port: int) -> str | None:
