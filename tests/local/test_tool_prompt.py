@@ -124,6 +124,10 @@ def test_llama_cpp_compiles_the_grammars() -> None:
     for tools, choice in (([ADD], "auto"), ([ADD, ODD], "required"), ([ODD], "odd")):
         LlamaGrammar.from_string(tool_prompt.turn_grammar(tools, choice), verbose=False)
     LlamaGrammar.from_string(tool_prompt.turn_grammar([ADD], "auto", OUTPUT), verbose=False)
+    free = {"type": "function", "function": {"name": "free", "parameters": {
+        "type": "object", "properties": {"meta": {"type": "object"}, "rows": {"type": "array"}},
+        "required": ["meta", "rows"]}}}
+    LlamaGrammar.from_string(tool_prompt.turn_grammar([free], "auto"), verbose=False)
 
 
 def test_parse_turn() -> None:
@@ -171,3 +175,23 @@ def test_calls_again_since_the_users_message() -> None:
     # a new user message starts afresh
     assert not tool_prompt.calls_again([*earlier, {"role": "assistant", "content": "42"},
                                         {"role": "user", "content": "And 42 + 25?"}], again)
+
+
+def test_an_object_without_properties_is_still_an_object() -> None:
+    # ask_user's `schema` ({"type": "object"}): the model wrote a string there (the team flow's desk,
+    # "schema": "20 + 22"), the call was refused and the 135M model answered with the error text.
+    from chainreact.agent.interrupts import ASK_USER_PARAMETERS
+
+    b = GrammarBuilder()
+    assert b.rule_for({"type": "object"}, "x") == "object" and b.rule_for({}, "y") == "value"
+    assert re.search(r'^object ::= "\{" .*\{0,7\}', b.text("x"), re.M)  # at most 8 members
+    # ... and given that freedom in an optional property, it wrote on until max_tokens ({"type": "math",
+    # "answer_type_name_type_type_...): an optional free-form property is left out of the call.
+    text = b.text(b.rule_for(ASK_USER_PARAMETERS, "ask-args"))
+    assert 'ask-args ::= "{" "\\"question\\": " string "}"' in text, text
+    assert b.rule_for({"type": "object", "properties": {"meta": {}}}, "bare") == "bare"
+    assert b.rules["bare"] == '"{}"'
+    required = {"type": "object", "properties": {"meta": {"type": "object"}}, "required": ["meta"]}
+    text = b.text(b.rule_for(required, "kept"))
+    assert 'kept ::= "{" "\\"meta\\": " object "}"' in text
+    assert_closed(text)

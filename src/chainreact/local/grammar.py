@@ -11,9 +11,11 @@ newline until max_tokens); one layout also keeps the output the same from build 
 numbers are bounded in length for the same reason.
 
 Supported schema keywords: type (string, number, integer, boolean, null, object, array, or a list of
-types), enum, const, properties, required, items, anyOf/oneOf. Anything else (a `$ref`, a pattern, an
-object without properties) falls back to "any JSON value", so a tool with an unusual schema still gets
-valid JSON, and chainreact's own argument validation (agent/tool_exec.py) has the last word.
+types), enum, const, properties, required, items, anyOf/oneOf. An object without properties is any JSON
+object; anything else (a `$ref`, a pattern) falls back to "any JSON value"; an optional property that
+would be either is left out of the calls the grammar allows (given the freedom, the model wrote on until
+max_tokens). So a tool with an unusual schema still gets valid JSON, and chainreact's own argument
+validation (agent/tool_exec.py) has the last word.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 MAX_STRING = 200  # characters in one string value
 MAX_DIGITS = 15  # digits before the decimal point (and after it)
+MAX_MEMBERS = 8  # members of a free-form object, items of a free-form array
 
 # Shared rules, referenced by name from the generated ones.
 BASE_RULES: dict[str, str] = {
@@ -34,9 +37,10 @@ BASE_RULES: dict[str, str] = {
     "boolean": '"true" | "false"',
     "null": '"null"',
     "value": "object | array | string | number | boolean | null",
-    "object": '"{" (string ": " value (", " string ": " value)*)? "}"',
-    "array": '"[" (value (", " value)*)? "]"',
+    "object": f'"{{" (string ": " value (", " string ": " value){{0,{MAX_MEMBERS - 1}}})? "}}"',
+    "array": f'"[" (value (", " value){{0,{MAX_MEMBERS - 1}}})? "]"',
 }
+FREE_FORM = ("value", "object")  # rules that let the model write any JSON (object)
 
 _NAME_OK = re.compile(r"[^a-zA-Z0-9-]+")
 
@@ -114,7 +118,9 @@ class GrammarBuilder:
         props = schema.get("properties")
         if (typ == "object" or typ is None) and isinstance(props, dict) and props:
             return self._object(schema, props, hint)
-        return self.base("value")
+        # An object of any shape is still an object: ask_user's `schema` written as a string (the model
+        # copying the question into it) was a refused call, and the small model answered with the error.
+        return self.base("object" if typ == "object" else "value")
 
     def _object(self, schema: dict[str, Any], props: dict[str, Any], hint: str) -> str:
         required = [k for k in props if k in set(schema.get("required") or ())]
@@ -122,7 +128,14 @@ class GrammarBuilder:
         parts = []
         for key in required + optional:
             value = self.rule_for(props[key], f"{hint}-{key}")
+            if key not in required and value in FREE_FORM:
+                # Left out: free to write anything there, the model wrote on until max_tokens (ask_user's
+                # optional `schema`: {"type": "math", "answer_type_name_type_type_...), and the cut-off
+                # call became the answer.
+                continue
             parts.append((key in required, f"{literal(json.dumps(key, ensure_ascii=False) + ': ')} {value}"))
+        if not parts:
+            return self.add(hint, '"{}"')
         if not required:
             # Nothing is required: any in-order subset, so the first one present has no separator before it.
             alts = [" ".join([p] + [f'(", " {q})?' for _, q in parts[i + 1:]])
