@@ -138,3 +138,11 @@ def test_a_port_in_use_is_said_before_anything_loads(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr == (f"error: cannot listen on 127.0.0.1:{port}: something else listens there; "
                            "stop it, or serve on another port with --port N\n")
+
+
+def test_a_port_out_of_range_is_a_usage_error() -> None:
+    # Before: --port 70000 served on port 4464 (70000 - 65536), without a word.
+    proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", "examples/", "--port", "70000"],
+                          capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "argument --port: must be a port number from 0 to 65535 (0: a free one), got '70000'" in proc.stderr

@@ -129,6 +129,14 @@ def add_globals(p: argparse.ArgumentParser) -> None:
     )
 
 
+def port_number(text: str) -> int:
+    """An argparse type for --port: 0-65535 (the socket layer took 70000 as 4464, silently)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (0: a free one), "
+                                         f"got {text!r}")
+    return int(text)
+
+
 # A command module's `register(add)` declares its commands through this: `add(name, func, help)` returns
 # the subparser to add arguments to.
 AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_OK, AddCommand, write
+from .common import EXIT_OK, AddCommand, port_number, write
 
 
 def cmd_version(args: argparse.Namespace) -> int:
@@ -42,7 +42,7 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
 
 def register(add: AddCommand) -> None:
     p = add("local-model", cmd_local_model, "run the embedded model server in the foreground")
-    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument("--port", type=port_number, default=0, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     p.add_argument("--ctx", type=int, default=0, help="context size in tokens (default 4096)")
     p.add_argument(

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals
+from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals, port_number
 
 if TYPE_CHECKING:
     from ..server.users import UserStore
@@ -231,7 +231,7 @@ def register(add: AddCommand) -> None:
     p = add("serve", cmd_serve, "serve agents and rule chains over HTTP (OpenAI's and RuleGo's APIs)")
     p.add_argument("paths", nargs="*", help="agent documents, rule chains, flows, or folders of them")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
+    p.add_argument("--port", type=port_number, default=9090, help="port (default 9090)")
     p.add_argument("--keys", help="API keys file (YAML/JSON; see docs/server.md); without it, no auth")
     p.add_argument("--body-limit", type=int, default=10 * 1024 * 1024, help="max request body in bytes")
     p.add_argument("--header-limit", type=_bytes, default=64 * 1024, metavar="BYTES",
