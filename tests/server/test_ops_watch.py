@@ -132,3 +132,26 @@ def test_apply_changes_keeps_the_old_version_of_what_no_longer_loads(fake_llm: A
     (tmp_path / "helper.json").unlink()
     assert apply_changes(cat, [tmp_path / "helper.json"]).removed == ["helper"]
     assert "helper" not in cat.entries
+
+
+def test_a_file_that_does_not_parse_is_reported_at_start_and_when_it_appears(tmp_path: Path) -> None:
+    # Before: a served folder's agent with a trailing comma was skipped like a package.json, without a
+    # word on stderr or in /readyz.
+    (tmp_path / "echo.json").write_text(json.dumps(echo_chain()))
+    (tmp_path / "typo.json").write_text('{"id": "typo", "configuration": {"systemPrompt": "x",}}')
+    (tmp_path / "package.json").write_text('{"name": "not-a-document"}')
+    cat = Catalog.load([tmp_path])
+    assert list(cat.entries) == ["echo"]
+    assert cat.problems == [f"{tmp_path / 'typo.json'}: invalid JSON at line 1 column 54: Expecting property "
+                            "name enclosed in double quotes"]
+    assert [line.split(":")[0] for line in cat.skipped] == [str(tmp_path / "package.json")]
+
+    # one appearing later, in a watched folder: reported as well, with nothing said to keep serving
+    (tmp_path / "later.yaml").write_text("id: later\nconfiguration: [unclosed\n")
+    report = apply_changes(cat, [tmp_path / "later.yaml"])
+    assert len(report.problems) == 1 and report.problems[0].startswith(f"{tmp_path / 'later.yaml'}: ")
+    assert "keeps serving" not in report.problems[0] and report.problems[0] in cat.problems
+    # fixed: the problem clears and the document is served
+    (tmp_path / "later.yaml").write_text("id: later\nconfiguration: {url: 'http://127.0.0.1:9', model: m}\n")
+    assert apply_changes(cat, [tmp_path / "later.yaml"]).loaded == ["later"]
+    assert not any("later.yaml" in p for p in cat.problems)

@@ -83,6 +83,7 @@ def test_serve_says_where_it_listens_what_did_not_load_and_what_cannot_run(tmp_p
     (served / "broken.json").write_text(json.dumps({"id": "broken", "configuration": {"maxStep": "many"}}))
     (served / "needs-url.json").write_text(json.dumps(_chain_with_agent("${global.llm_url}/v1")))
     (served / "package.json").write_text('{"name": "not-a-document"}')
+    (served / "typo.yaml").write_text("id: typo\nconfiguration: [unclosed\n")  # does not parse: said too
     srv = Serving([str(served), "--no-watch"], _env())
     try:
         base = srv.until(r"^listening on (http://127\.0\.0\.1:(\d+)/) \(OpenAI base URL \1v1\)$").group(1)
@@ -94,13 +95,15 @@ def test_serve_says_where_it_listens_what_did_not_load_and_what_cannot_run(tmp_p
                   r"first call \(OPENAI_BASE_URL / OPENAI_API_KEY point it elsewhere\)$")
         broken = srv.until(r"^not loaded: (.*broken\.json): (.*)$")
         assert "maxStep" in broken.group(2)
+        assert "YAML" in srv.until(r"^not loaded: .*typo\.yaml: (.*)$").group(1)
         srv.until(r"^cannot run: chain 'needs-url' \(.*needs-url\.json\): node 'ask' url is "
                   r"'\$\{global\.llm_url\}/v1': global\.llm_url is not defined "
                   r"\(give it: --global llm_url=\.\.\.\)$")
         assert not any("package.json" in line for line in srv.seen)  # no document of ours: skipped quietly
         ready = httpx.get(base + "readyz", timeout=10).json()
         assert ready["status"] == "ready" and ready["agents"] == 1 and ready["chains"] == 1
-        assert len(ready["problems"]) == 1 and "broken.json" in ready["problems"][0]
+        assert sorted(p.split(": ")[0].rsplit("/", 1)[1] for p in ready["problems"]) == ["broken.json",
+                                                                                         "typo.yaml"]
         assert ready["cannot_run"] == [{
             "id": "needs-url", "kind": "chain", "source": str(served / "needs-url.json"),
             "why": "node 'ask' url is '${global.llm_url}/v1': global.llm_url is not defined "
@@ -145,4 +148,5 @@ def test_a_port_out_of_range_is_a_usage_error() -> None:
     proc = subprocess.run([sys.executable, "-m", "chainreact", "serve", "examples/", "--port", "70000"],
                           capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert "argument --port: must be a port number from 0 to 65535 (0: a free one), got '70000'" in proc.stderr
+    said = "argument --port: must be a port number from 0 to 65535 (0: a free one), got '70000'"
+    assert said in proc.stderr

@@ -40,6 +40,8 @@ def load_documents(paths: list[str], globals_: dict[str, Any], load: list[str], 
 
     found = find_documents(paths)
     out = WorkerDocuments()
+    for line in found.broken:  # files in folders that do not parse
+        write(f"not loaded: {'; '.join(part.strip() for part in line.splitlines())}\n", sys.stderr)
     for doc in found.documents:
         try:
             if doc.kind == "chain":

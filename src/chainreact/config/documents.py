@@ -2,9 +2,11 @@
 `chainreact serve` (server/catalog.py) and `chainreact worker` (cli/temporal_cmds.py).
 
 A folder is read recursively (`.json`, `.yaml`, `.yml`); in a folder a file that is no document of ours
-(a `package.json`, data) is skipped with why, while a file named on its own must be a document (else a
-ConfigError). The documents come back in the order they load in: rule chains first (agents' `rulechain`
-tools, the MCP `self` server and flows' rulechain nodes use them), then agents, then flows.
+(a `package.json`, data) is skipped with why, and one that does not parse (a trailing comma, bad YAML) is
+*broken*: what it was meant to be cannot be told, so callers report it as a document that did not load
+rather than skip it without a word. A file named on its own must be a document (else a ConfigError).
+The documents come back in the order they load in: rule chains first (agents' `rulechain` tools, the MCP
+`self` server and flows' rulechain nodes use them), then agents, then flows.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class FoundDocument:
 class FoundDocuments:
     documents: list[FoundDocument] = field(default_factory=list)  # chains, then agents, then flows
     skipped: list[str] = field(default_factory=list)  # "path: why" of the files in folders that are not
+    broken: list[str] = field(default_factory=list)  # "path: why" of the files in folders that do not parse
 
 
 def find_documents(paths: Iterable[str | Path]) -> FoundDocuments:
@@ -50,6 +53,12 @@ def find_documents(paths: Iterable[str | Path]) -> FoundDocuments:
         for f in files:
             try:
                 data, _ = read_document(f)
+            except ConfigError as e:
+                if not in_folder:
+                    raise
+                out.broken.append(str(e) if str(e).startswith(f"{f}:") else f"{f}: {e}")
+                continue
+            try:
                 kind = detect_document_kind(data, source=str(f))
             except ConfigError as e:
                 if not in_folder:

@@ -66,6 +66,7 @@ class Catalog:
         # provider and flows' rulechain nodes use the loaded chains); `chainreact worker` reads them the same.
         found = find_documents(paths)
         cat.skipped.extend(found.skipped)
+        cat.problems.extend(found.broken)  # a file that does not parse did not load: said, never skipped
         g = cat.globals = dict(globals or {})
         for doc in found.documents:
             cat._load(doc.path, doc.data, doc.kind, g, quiet=doc.in_folder)

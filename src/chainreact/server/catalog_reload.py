@@ -70,6 +70,11 @@ def apply_changes(cat: Catalog, paths: Iterable[Path]) -> ReloadReport:
             continue
         try:
             data, _ = read_document(path)
+        except ConfigError as e:  # as at start: a file that does not parse did not load, said
+            _forget(cat.problems, path)
+            _problem(cat, report, path, str(e))
+            continue
+        try:
             parsed.append((path, data, detect_document_kind(data, source=str(path))))
         except ConfigError as e:
             if _ids_of(cat, path):  # it served something: broken now, the old version keeps serving
@@ -109,6 +114,7 @@ def apply_changes(cat: Catalog, paths: Iterable[Path]) -> ReloadReport:
 
 def _problem(cat: Catalog, report: ReloadReport, path: Path, why: str) -> None:
     why = why.removeprefix(f"{path}: ")  # ConfigErrors name their file already
-    line = f"{path}: {why} (the previous version keeps serving)"
+    kept = " (the previous version keeps serving)" if _ids_of(cat, path) else ""
+    line = f"{path}: {why}{kept}"
     cat.problems.append(line)
     report.problems.append(line)
