@@ -183,3 +183,27 @@ def test_an_agent_node_in_a_rule_chain_keeps_foreign_keys_but_a_typo_is_warned(t
         f"warning: {chain}: {at}.maxSteps: unknown field (did you mean 'maxStep'?), ignored (a rule chain "
         "keeps foreign keys)",
         f"warning: {chain}: {at}.layoutX: unknown field, ignored (a rule chain keeps foreign keys)"]
+
+
+def test_a_folder_is_validated_as_serve_reads_it(tmp_path: Path) -> None:
+    # Before: "error: agents/: no such file (expected a JSON or YAML document)" for a folder that exists.
+    write(tmp_path / "bot.json", {"id": "bot", "name": "bot",
+                                  "configuration": {"url": "http://127.0.0.1:9", "model": "m"}})
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub" / "misspelt.json", {"id": "m", "configuration": {"maxSteps": 3}})
+    write(tmp_path / "typo.json", '{"id": "typo",}')
+    write(tmp_path / "package.json", {"name": "not-a-document"})
+    r = cli("validate", str(tmp_path))
+    assert r.returncode == 1
+    assert r.stdout == f"{tmp_path / 'bot.json'}: ok (agent 'bot', 0 tool(s), model endpoint: " \
+                       "http://127.0.0.1:9)\n"
+    assert r.stderr.splitlines() == [
+        f"skipped: {tmp_path / 'package.json'}: not an agent, rule chain or flow document (top-level keys: "
+        "name)",
+        f"{tmp_path / 'sub' / 'misspelt.json'}: $.configuration.maxSteps: unknown field (did you mean "
+        "'maxStep'?)",
+        f"error: {tmp_path / 'typo.json'}: invalid JSON at line 1 column 15: Expecting property name "
+        "enclosed in double quotes"]
+    shipped = cli("validate", "examples/")
+    assert shipped.returncode == 0, shipped.stderr
+    assert len(shipped.stdout.splitlines()) == len(SHIPPED) and shipped.stderr == ""

@@ -39,7 +39,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
 
     status = EXIT_OK
-    for path in args.config:
+    for path, unparsed in _validate_paths(args.config):
+        if unparsed:  # a file of a folder that does not parse (config.find_documents)
+            status = EXIT_FAIL
+            print(f"error: {unparsed}", file=sys.stderr)
+            continue
         try:
             line = _validate_one(path, lenient=getattr(args, "lenient", False))
         except ConfigError as e:
@@ -53,6 +57,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         print(f"{path}: ok ({line})")
     return status
+
+
+def _validate_paths(paths: list[str]) -> list[tuple[str, str]]:
+    """(file, "") for each file given and each document of a folder given, read as `serve` reads folders
+    (config.find_documents); ("", "file: why") for a file there that does not parse. A file there that is
+    no document (a package.json) is said skipped on stderr."""
+    from pathlib import Path
+
+    from ..config import find_documents
+
+    out: list[tuple[str, str]] = []
+    for path in paths:
+        if not Path(path).is_dir():
+            out.append((path, ""))
+            continue
+        found = find_documents([path])
+        out += sorted((str(d.path), "") for d in found.documents)
+        out += [("", line) for line in found.broken]
+        for line in found.skipped:
+            print(f"skipped: {line.split('. Expected')[0]}", file=sys.stderr)
+    return out
 
 
 def _validate_one(path: str, *, lenient: bool = False) -> str:
@@ -332,7 +357,7 @@ def register(add: AddCommand) -> None:
     add_run_options(p, wait=True)  # --temporal ADDRESS --task-queue Q [--wait S]: durably, on a worker
 
     p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
-    p.add_argument("config", nargs="+", help="agent document(s)")
+    p.add_argument("config", nargs="+", help="agent, rule chain or flow documents, or folders of them")
     p.add_argument("--lenient", action="store_true",
                    help="unknown fields of agent documents are warnings, not errors (documents that carry "
                    "another tool's fields; a document can say so itself: \"unknownFields\": \"warn\")")

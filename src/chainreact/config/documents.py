@@ -56,18 +56,23 @@ def find_documents(paths: Iterable[str | Path]) -> FoundDocuments:
             except ConfigError as e:
                 if not in_folder:
                     raise
-                out.broken.append(str(e) if str(e).startswith(f"{f}:") else f"{f}: {e}")
+                out.broken.append(_named(f, str(e)))
                 continue
             try:
                 kind = detect_document_kind(data, source=str(f))
             except ConfigError as e:
                 if not in_folder:
                     raise
-                out.skipped.append(f"{f}: {str(e).splitlines()[0]}")
+                out.skipped.append(_named(f, str(e).splitlines()[0]))
                 continue
             out.documents.append(FoundDocument(f, data, kind, in_folder))
     out.documents.sort(key=lambda d: _ORDER.get(d.kind, 3))  # stable: each kind in the order found
     return out
+
+
+def _named(path: Path, why: str) -> str:
+    """`path: why`, the path once (a ConfigError names its file already)."""
+    return why if why.startswith(f"{path}: ") else f"{path}: {why}"
 
 
 __all__ = ["SUFFIXES", "FoundDocument", "FoundDocuments", "find_documents"]
