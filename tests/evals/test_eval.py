@@ -175,7 +175,7 @@ def test_a_flow_is_scored_one_session_per_case_and_its_turn_replays(tmp_path: Pa
     two = by_name(data)["two turns"]
     assert two["run_id"].startswith("flow:chat:eval-")
     out = tmp_path / "turn.json"
-    assert cli("runs", "export", two["run_id"], "--state", state, "--out", str(out)).returncode == 0
+    assert cli("runs", "export", two["run_id"], "--state", state, "-o", str(out)).returncode == 0
     cassette = json.loads(out.read_text())
     assert cassette["turn_number"] == 2 and cassette["answer"] == "echo m2"
     replayed = cli("replay", str(out), "--json")

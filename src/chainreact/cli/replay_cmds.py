@@ -43,7 +43,7 @@ def add_export(sub: Any) -> None:
                                    "every tool call with its result. Keys and secrets are redacted.")
     q.add_argument("run_id", metavar="RUN_ID", help="a run id (a flow session: flow:<flow id>:<session>)")
     q.add_argument("--state", dest="url", default=None, metavar="URL", help="store URL")
-    q.add_argument("--out", default=None, metavar="FILE", help="write it here (default: stdout)")
+    q.add_argument("-o", "--out", default=None, metavar="FILE", help="write it here (default: stdout)")
     q.add_argument("--turn", type=int, default=None, metavar="N",
                    help="a flow session's turn, from 1 (default: the last one)")
     q.add_argument("--redact", action="append", default=[], metavar="TEXT",
