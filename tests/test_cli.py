@@ -168,13 +168,30 @@ def test_validate_tells_documents_apart_by_shape(tmp_path: Path) -> None:
     assert lines[2].startswith(f"{agent}: ok (agent 'agent'")
 
 
-def test_run_on_a_rule_chain_says_what_it_is_and_what_runs_it(tmp_path: Path) -> None:
-    chain = tmp_path / "chain.json"
-    chain.write_text(json.dumps({"ruleChain": {"id": "c1"}, "metadata": {"nodes": []}}))
-    r = cli("run", str(chain), "hi")
+RUNS = {"agent": "run it with `chainreact run FILE PROMPT`",
+        "chain": "run it with `chainreact chain run FILE --data ...`",
+        "flow": "send it a message with `chainreact flow send FILE TEXT --session S`, or talk to it with "
+                "`chainreact chat FILE`"}
+
+
+@pytest.mark.parametrize(("command", "given", "what", "not_what"), [
+    (["run", "{}", "hi"], "chain", "a rule chain", "an agent document"),
+    (["run", "{}", "hi"], "flow", "a flow", "an agent document"),
+    (["chain", "run", "{}", "--data", "x"], "agent", "an agent document", "a rule chain"),
+    (["chat", "{}"], "agent", "an agent document", "a flow"),
+    (["flow", "send", "{}", "hi", "--session", "s"], "chain", "a rule chain", "a flow")])
+def test_a_command_given_the_wrong_kind_of_document_says_what_runs_it(
+        tmp_path: Path, command: list[str], given: str, what: str, not_what: str) -> None:
+    # Before: a flow given to `run` said "check it with `chainreact validate`"; an agent given to `chat`
+    # listed the flow fields it lacked ($.nodes: Field required, ...); to `chain run`, "not a rule chain".
+    doc = tmp_path / f"{given}.json"
+    doc.write_text(json.dumps({
+        "chain": {"ruleChain": {"id": "c1"}, "metadata": {"nodes": []}},
+        "flow": {"id": "f", "nodes": [{"name": "hi", "type": "message", "message": "Hi", "start": True}]},
+        "agent": {"id": "a", "configuration": {"url": "http://127.0.0.1:9", "model": "m"}}}[given]))
+    r = cli(*[str(doc) if part == "{}" else part for part in command])
     assert r.returncode == 1
-    assert r.stderr == (f"error: {chain}: this is a rule chain, not an agent document "
-                        "(run it with `chainreact chain run`)\n")
+    assert r.stderr == f"error: {doc}: this is {what}, not {not_what}: {RUNS[given]}\n"
 
 
 @pytest.mark.parametrize("content", ["{}", '{"name": "pkg", "version": "1.0.0", "dependencies": {}}', "[1]"])

@@ -108,9 +108,11 @@ def chain_from_dict(doc: Any, source: str = "<string>", *, check: bool = True) -
     Component configurations are checked when the chain is compiled by the engine (they need the
     component registry); `validate_chain` runs both."""
     if not is_chain_document(doc):
-        raise ChainLoadError(
-            f"{source}: not a rule chain document (expected an object with a 'ruleChain' object)",
-            source=source, errors=[("$.ruleChain", "missing")])
+        from ..config.kinds import wrong_kind
+
+        why = wrong_kind(doc, "chain") or \
+            "not a rule chain document (expected an object with a 'ruleChain' object)"
+        raise ChainLoadError(f"{source}: {why}", source=source, errors=[("$.ruleChain", "missing")])
     try:
         chain = ChainDef.model_validate(doc)
     except ValidationError as e:

@@ -66,3 +66,24 @@ def detect_document_kind(data: Any, *, source: str | None = None) -> DocumentKin
         'or a flow {"nodes": [...]}',
         source=source, errors=[("$", "not an agent, rule chain or flow document")],
     )
+
+
+_HOW_TO_RUN: dict[str, tuple[str, str]] = {
+    "agent": ("an agent document", "run it with `chainreact run FILE PROMPT`"),
+    "chain": ("a rule chain", "run it with `chainreact chain run FILE --data ...`"),
+    "flow": ("a flow", "send it a message with `chainreact flow send FILE TEXT --session S`, or talk to it "
+                       "with `chainreact chat FILE`"),
+}
+
+
+def wrong_kind(data: Any, expected: DocumentKind) -> str | None:
+    """"this is X, not Y: run it with ..." when `data` is a document of another kind than `expected`
+    (a command given the wrong kind of file); None when it is `expected` or no document at all."""
+    try:
+        kind = detect_document_kind(data)
+    except ConfigError:
+        return None
+    if kind == expected:
+        return None
+    what, how = _HOW_TO_RUN[kind]
+    return f"this is {what}, not {_HOW_TO_RUN[expected][0]}: {how}"

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
-from .kinds import detect_document_kind
+from .kinds import detect_document_kind, wrong_kind
 from .limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, check_document
 from .models import AgentConfig
 
@@ -179,12 +179,9 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
             f"{where}: $.type: expected 'ai/agent', got {data.get('type')!r}", source=source,
             errors=[("$.type", "expected 'ai/agent'")],
         )
-    kind = detect_document_kind(data, source=source)
-    if kind != "agent":
-        what, hint = {"chain": ("a rule chain", "run it with `chainreact chain run`"),
-                      "flow": ("a flow", "check it with `chainreact validate`")}[kind]
-        raise ConfigError(f"{where}: this is {what}, not an agent document ({hint})", source=source,
-                          errors=[("$", f"{what}, not an agent document")])
+    detect_document_kind(data, source=source)  # neither agent, chain nor flow: says what was expected
+    if wrong := wrong_kind(data, "agent"):
+        raise ConfigError(f"{where}: {wrong}", source=source, errors=[("$", wrong.split(":")[0])])
     is_node = isinstance(data.get("configuration"), dict)
     prefix = "$.configuration" if is_node else "$"
     body = data["configuration"] if is_node else data

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..config.kinds import wrong_kind
 from ..errors import ConfigError
 from ..expr import ExprSyntaxError
 from .exprs import compile_condition, compile_template
@@ -221,6 +222,8 @@ def load_flow(data: Any, *, source: str | None = None) -> FlowDef:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: $: expected a flow object {{\"nodes\": [...]}}", source=source,
                           errors=[("$", "expected an object")])
+    if wrong := wrong_kind(data, "flow"):  # an agent or a chain: say so, not its fields a flow lacks
+        raise ConfigError(f"{where}: {wrong}", source=source, errors=[("$", wrong.split(":")[0])])
     errors: list[tuple[str, str]] = []
     flow: FlowDef | None = None
     try:
