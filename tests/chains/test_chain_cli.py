@@ -125,3 +125,38 @@ def test_stream_frames_as_jsonl_through_the_cli(tmp_path: Any, capsys: Any) -> N
     assert frames[-1]["metadata"]["stream_completed"] == "true"
     assert lines[-1]["event"] == "end" and lines[-1]["relation"] == "Success"
     assert lines[-1]["msg"]["metadata"]["full_content"] == "true"
+
+
+def _sensor_model(body: dict[str, Any]) -> dict[str, Any]:
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        return {"tool_calls": [{"name": "check_reading", "arguments": {"temperature": 71}}]}
+    return {"text": "The alarm says: " + str(last["content"])}
+
+
+def test_a_chain_file_finds_the_chains_beside_it(fake_llm: Any, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # examples/chains/assistant.json's tool runs chain 'alarm' by id. Before, `chain run assistant.json`
+    # without --load answered "rule chain 'alarm' failed: ruleChain id=alarm not found" to the model.
+    from pathlib import Path
+
+    llm = fake_llm(_sensor_model)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "chains"
+    assert main(["chain", "run", str(examples / "assistant.json"), "--data", "Is 71 too hot?", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ends"][0]["msg"]["data"] == "The alarm says: SOMEWHERE: 71 is too hot"
+
+
+def test_a_chain_tool_whose_chain_is_not_loaded_says_so(fake_llm: Any, tmp_path: Any,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    llm = fake_llm(_sensor_model)
+    chain = tmp_path / "alone.json"
+    chain.write_text(json.dumps({"ruleChain": {"id": "alone"}, "metadata": {"nodes": [
+        {"id": "agent", "type": "ai/agent", "configuration": {"url": llm.url, "model": "m", "tools": [
+            {"type": "rulechain", "targetId": "alarm", "name": "check_reading"}]}}], "connections": []}}))
+    assert main(["chain", "run", str(chain), "--data", "Is 71 too hot?", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["ends"][0]["msg"]["data"]
+    assert said == ("The alarm says: Error: rule chain 'alarm' is not loaded (load its file: `chainreact "
+                    "chain run --load FILE_OR_DIR`, or serve its folder)")

@@ -62,6 +62,9 @@ class ChainTool(Tool):
             msg = RuleMsg(type=TOOL_CALL, data=str(args.get("input", "")), data_type=TEXT)
         else:
             msg = RuleMsg(type=TOOL_CALL, data=orjson.dumps(args).decode(), data_type=JSON)
+        if self.engine.get(self.target_id) is None:  # said so the operator can fix it, not 'failed'
+            return ToolOutput(f"Error: rule chain {self.target_id!r} is not loaded (load its file: "
+                              "`chainreact chain run --load FILE_OR_DIR`, or serve its folder)", True)
         try:
             ends = await self.engine.run(self.target_id, msg, timeout=self.timeout)
         except Exception as e:

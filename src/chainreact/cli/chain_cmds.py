@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, build_globals, write
@@ -78,6 +79,21 @@ def _line(obj: dict[str, Any]) -> None:
     write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
+def _load_beside(engine: Any, path: str) -> None:
+    """The other rule chains in the folder of a chain file run without --load, as `serve` of the folder
+    would load them: its `rulechain` tools and sub-chains name them by id. One that does not load is left
+    out (this run is not about it; a tool that needs it says it is not loaded)."""
+    from ..chains.dsl import chain_files
+    from ..errors import ConfigError
+
+    for f in chain_files(Path(path).resolve().parent):
+        if f.resolve() != Path(path).resolve():
+            try:
+                engine.load(f)
+            except ConfigError:  # ChainLoadError too
+                pass
+
+
 def cmd_chain_run(args: argparse.Namespace) -> int:
     from ..chains import ChainLoadError, RuleEngine, RuleMsg
 
@@ -92,6 +108,8 @@ def cmd_chain_run(args: argparse.Namespace) -> int:
             engine.load_path(path)
         target = args.chain
         if os.path.isfile(target):
+            if not args.load and not getattr(args, "temporal", None):
+                _load_beside(engine, target)
             target = engine.load(target).id
         elif engine.get(target) is None and not getattr(args, "temporal", None):
             raise ChainLoadError(f"chain {target!r} is neither a loaded chain id nor a file "
