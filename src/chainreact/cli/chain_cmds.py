@@ -83,13 +83,14 @@ def _load_beside(engine: Any, path: str) -> None:
     """The other rule chains in the folder of a chain file run without --load, as `serve` of the folder
     would load them: its `rulechain` tools and sub-chains name them by id. One that does not load is left
     out (this run is not about it; a tool that needs it says it is not loaded)."""
-    from ..chains.dsl import chain_files
+    from ..config import find_documents
     from ..errors import ConfigError
 
-    for f in chain_files(Path(path).resolve().parent):
-        if f.resolve() != Path(path).resolve():
+    target = Path(path).resolve()
+    for doc in find_documents([target.parent]).documents:
+        if doc.kind == "chain" and doc.path.resolve() != target:
             try:
-                engine.load(f)
+                engine.load(doc.path)
             except ConfigError:  # ChainLoadError too
                 pass
 
