@@ -83,15 +83,15 @@ def _load_beside(engine: Any, path: str) -> None:
     """The other rule chains in the folder of a chain file run without --load, as `serve` of the folder
     would load them: its `rulechain` tools and sub-chains name them by id. One that does not load is left
     out (this run is not about it; a tool that needs it says it is not loaded)."""
-    from ..config import find_documents
     from ..errors import ConfigError
 
     target = Path(path).resolve()
-    for doc in find_documents([target.parent]).documents:
-        if doc.kind == "chain" and doc.path.resolve() != target:
+    # The folder itself, not below it: a chain file in a home directory must not make a run read it all.
+    for f in sorted(target.parent.iterdir()):
+        if f.suffix in (".json", ".yaml", ".yml") and f.is_file() and f.resolve() != target:
             try:
-                engine.load(doc.path)
-            except ConfigError:  # ChainLoadError too
+                engine.load(f)
+            except ConfigError:  # ChainLoadError too: not a chain, or a broken one
                 pass
 
 
