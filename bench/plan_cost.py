@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stats
 
 from chainreact.agent import Agent
 from chainreact.tools import tool
@@ -48,7 +51,7 @@ def main() -> int:
     p.add_argument("--calls", type=int, default=20000)
     args = p.parse_args()
     r = asyncio.run(measure(args.rounds, args.calls))
-    print(f"agent.plan(): {statistics.median(r):.1f} us [{min(r):.1f}-{max(r):.1f}] of CPU per call, "
+    print(f"agent.plan(): {stats.fmt(stats.spread(r), 1, ' us')} of CPU per call, "
           f"{args.rounds} rounds of {args.calls:,}")
     return 0
 
