@@ -129,6 +129,11 @@ def add_globals(p: argparse.ArgumentParser) -> None:
     )
 
 
+def one_line(text: str) -> str:
+    """A problem's text on one line (a document's errors are one per line)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 def port_number(text: str) -> int:
     """An argparse type for --port: 0-65535 (the socket layer took 70000 as 4464, silently)."""
     if not text.isdigit() or int(text) > 65535:

@@ -11,7 +11,16 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, build_globals, port_number
+from .common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    AddCommand,
+    UsageError,
+    add_globals,
+    build_globals,
+    one_line,
+    port_number,
+)
 
 if TYPE_CHECKING:
     from ..server.users import UserStore
@@ -123,11 +132,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = uvicorn_server(app, timeout_graceful_shutdown=max(args.grace, 0.001), on_started=started)
     server.run()
     return EXIT_OK
-
-
-def one_line(text: str) -> str:
-    """A problem's text on one line (a document's errors are one per line)."""
-    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def say_where(server: Any, host: str, port: int) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import UsageError, run_with_temporal_client, write
+from .common import UsageError, one_line, run_with_temporal_client, write
 
 
 @dataclass
@@ -41,7 +41,7 @@ def load_documents(paths: list[str], globals_: dict[str, Any], load: list[str], 
     found = find_documents(paths)
     out = WorkerDocuments()
     for line in found.broken:  # files in folders that do not parse
-        write(f"not loaded: {'; '.join(part.strip() for part in line.splitlines())}\n", sys.stderr)
+        write(f"not loaded: {one_line(line)}\n", sys.stderr)
     for doc in found.documents:
         try:
             if doc.kind == "chain":
@@ -60,8 +60,7 @@ def load_documents(paths: list[str], globals_: dict[str, Any], load: list[str], 
         except ConfigError as e:
             if not doc.in_folder:
                 raise
-            write(f"not loaded: {doc.path}: {'; '.join(line.strip() for line in str(e).splitlines())}\n",
-                  sys.stderr)
+            write(f"not loaded: {doc.path}: {one_line(str(e))}\n", sys.stderr)
     return out
 
 
