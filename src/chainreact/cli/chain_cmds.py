@@ -83,16 +83,14 @@ def _load_beside(engine: Any, path: str) -> None:
     """The other rule chains in the folder of a chain file run without --load, as `serve` of the folder
     would load them: its `rulechain` tools and sub-chains name them by id. One that does not load is left
     out (this run is not about it; a tool that needs it says it is not loaded)."""
-    from ..errors import ConfigError
+    from ..chains import ChainLoadError
 
-    target = Path(path).resolve()
-    # The folder itself, not below it: a chain file in a home directory must not make a run read it all.
-    for f in sorted(target.parent.iterdir()):
-        if f.suffix in (".json", ".yaml", ".yml") and f.is_file() and f.resolve() != target:
-            try:
-                engine.load(f)
-            except ConfigError:  # ChainLoadError too: not a chain, or a broken one
-                pass
+    # The folder itself, not below it (load_path): a chain file in a home directory must not make a run
+    # read it all. Every chain that loads is loaded; the errors of the rest are left out.
+    try:
+        engine.load_path(Path(path).resolve().parent)
+    except ChainLoadError:
+        pass
 
 
 def cmd_chain_run(args: argparse.Namespace) -> int:
