@@ -110,9 +110,10 @@ def chain_from_dict(doc: Any, source: str = "<string>", *, check: bool = True) -
     if not is_chain_document(doc):
         from ..config.kinds import wrong_kind
 
-        why = wrong_kind(doc, "chain") or \
-            "not a rule chain document (expected an object with a 'ruleChain' object)"
-        raise ChainLoadError(f"{source}: {why}", source=source, errors=[("$.ruleChain", "missing")])
+        wrong = wrong_kind(doc, "chain", source)
+        why = str(wrong) if wrong else f"{source}: not a rule chain document (expected an object with a " \
+            "'ruleChain' object)"
+        raise ChainLoadError(why, source=source, errors=[("$.ruleChain", "missing")])
     try:
         chain = ChainDef.model_validate(doc)
     except ValidationError as e:

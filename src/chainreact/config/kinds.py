@@ -76,14 +76,19 @@ _HOW_TO_RUN: dict[str, tuple[str, str]] = {
 }
 
 
-def wrong_kind(data: Any, expected: DocumentKind) -> str | None:
-    """"this is X, not Y: run it with ..." when `data` is a document of another kind than `expected`
-    (a command given the wrong kind of file); None when it is `expected` or no document at all."""
+def kind_mismatch(kind: DocumentKind, expected: DocumentKind, source: str | None) -> ConfigError:
+    """The error of a command given a `kind` document where it runs `expected` ones: what the file is and
+    the command that runs it ("this is a flow, not an agent document: send it a message with ...")."""
+    what, how = _HOW_TO_RUN[kind]
+    said = f"this is {what}, not {_HOW_TO_RUN[expected][0]}"
+    return ConfigError(f"{source or '<document>'}: {said}: {how}", source=source, errors=[("$", said)])
+
+
+def wrong_kind(data: Any, expected: DocumentKind, source: str | None) -> ConfigError | None:
+    """kind_mismatch's error when `data` is a document of another kind than `expected`; None when it is
+    `expected` or no document at all (the caller's own checks say what is wrong then)."""
     try:
         kind = detect_document_kind(data)
     except ConfigError:
         return None
-    if kind == expected:
-        return None
-    what, how = _HOW_TO_RUN[kind]
-    return f"this is {what}, not {_HOW_TO_RUN[expected][0]}: {how}"
+    return None if kind == expected else kind_mismatch(kind, expected, source)

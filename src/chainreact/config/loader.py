@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
-from .kinds import detect_document_kind, wrong_kind
+from .kinds import detect_document_kind, kind_mismatch
 from .limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, check_document
 from .models import AgentConfig
 
@@ -179,9 +179,9 @@ def load_document(src: str | Path | dict[str, Any], *, source: str | None = None
             f"{where}: $.type: expected 'ai/agent', got {data.get('type')!r}", source=source,
             errors=[("$.type", "expected 'ai/agent'")],
         )
-    detect_document_kind(data, source=source)  # neither agent, chain nor flow: says what was expected
-    if wrong := wrong_kind(data, "agent"):
-        raise ConfigError(f"{where}: {wrong}", source=source, errors=[("$", wrong.split(":")[0])])
+    kind = detect_document_kind(data, source=source)  # neither agent, chain nor flow: says what was expected
+    if kind != "agent":
+        raise kind_mismatch(kind, "agent", source)
     is_node = isinstance(data.get("configuration"), dict)
     prefix = "$.configuration" if is_node else "$"
     body = data["configuration"] if is_node else data

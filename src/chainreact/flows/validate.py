@@ -222,8 +222,8 @@ def load_flow(data: Any, *, source: str | None = None) -> FlowDef:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: $: expected a flow object {{\"nodes\": [...]}}", source=source,
                           errors=[("$", "expected an object")])
-    if wrong := wrong_kind(data, "flow"):  # an agent or a chain: say so, not its fields a flow lacks
-        raise ConfigError(f"{where}: {wrong}", source=source, errors=[("$", wrong.split(":")[0])])
+    if wrong := wrong_kind(data, "flow", source):  # an agent or a chain: say so, not the fields it lacks
+        raise wrong
     errors: list[tuple[str, str]] = []
     flow: FlowDef | None = None
     try:
