@@ -8,10 +8,10 @@ hot path (append, window read, checkpoint save/load, events) directly on the eve
 busy_timeout 0: in WAL mode these are tens of microseconds, less than the thread hand-off they would
 otherwise cost (measured: 32 of a save's 54 µs of CPU were the hop). If the database is locked by
 another writer, the inline attempt fails at once (its transaction rolled back) and the operation is
-handed to the worker, which waits for the lock. The inline connection does not checkpoint the WAL
-itself (a checkpoint can take milliseconds); the worker does, every few hundred inline commits, and
-ends each checkpoint so that the next write starts the WAL over (`_checkpoint_wal`): inline writes that
-meet its short hold of the lock go to the worker and wait behind it.
+handed to the worker, which waits for the lock. The worker checkpoints the WAL (a checkpoint can take
+milliseconds) every few hundred inline commits; the inline connection then copies only the frames
+written meanwhile, after its next commit, so that the write after it starts the WAL over
+(`_checkpoint_wal`).
 
 Writes take the database lock up front (BEGIN IMMEDIATE), so concurrent writers in other processes wait
 instead of failing half-way.
@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -43,7 +43,6 @@ APPLICATION_ID = 0x43527374
 _HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
 CHECKPOINT_EVERY = 500  # inline commits between WAL checkpoints (SQLite's own default: 1000 pages)
-RESTART_WAIT_MS = 50  # the most a checkpoint waits for the write lock and for readers to start over
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 
 
@@ -59,6 +58,7 @@ class SQLiteConnections(Store):
         self._inline: sqlite3.Connection | None = None  # the event loop thread's (hot path)
         self._inline_thread = 0
         self._inline_commits = 0
+        self._copy_rest = False  # the worker has checkpointed: the inline connection copies what is left
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -122,23 +122,21 @@ class SQLiteConnections(Store):
         return self._conn
 
     def _checkpoint_wal(self) -> None:
-        """Move the WAL into the file and let the next write start the WAL over.
+        """Move the WAL into the file, so that a later write starts the WAL over.
 
-        PASSIVE copies without blocking writers; but the WAL starts over only when a write begins with
-        every frame copied, which a loop committing while the copy runs never meets: the WAL then grew
-        without bound (37 MB after 4,000 saves) and each commit wrote to new pages of the file. RESTART
-        then copies what came in meanwhile holding the write lock, briefly; if the lock or a reader
-        does not let go within RESTART_WAIT_MS it acts as PASSIVE and the next checkpoint tries again.
+        The WAL starts over only when a write begins with every frame copied, which a loop committing
+        while the worker copies never meets: with the worker's PASSIVE copy alone the WAL grew without
+        bound (37 MB after 4,000 saves) and each commit wrote to new pages of the file. Ending with
+        RESTART from the worker was not enough either: under load it did not get the lock from the
+        back-to-back commits within its wait (27 MB in CI). So the worker copies the bulk, and the
+        inline connection copies what came in meanwhile right after its next commit (`_committed`):
+        between its own commits the writer is sure nothing of its own is in flight.
         """
         c = self._conn
         if c is None:
             return
-        c.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        c.execute(f"PRAGMA busy_timeout = {RESTART_WAIT_MS}")
-        try:
-            c.execute("PRAGMA wal_checkpoint(RESTART)")
-        finally:
-            c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self._copy_rest = True  # its counts are of the WAL as it began: they miss what came in since
 
     def _open_sync(self, create: bool) -> None:
         path = self.url.path
@@ -207,7 +205,11 @@ class SQLiteConnections(Store):
     def _committed(self, c: sqlite3.Connection) -> None:
         if c is self._inline:
             self._inline_commits += 1
-            if self._inline_commits % CHECKPOINT_EVERY == 0:
+            if self._copy_rest:  # the few frames written while the worker copied: milliseconds at most
+                self._copy_rest = False
+                with suppress(sqlite3.Error):  # the commit stands; a busy file is copied next time
+                    c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            elif self._inline_commits % CHECKPOINT_EVERY == 0:
                 self._executor.submit(self._checkpoint_wal)  # the worker moves the WAL into the file
 
     # ------------------------------------------------------------------ schema
