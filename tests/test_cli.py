@@ -84,7 +84,7 @@ def test_validate_ok_exits_0(tmp_path: Path) -> None:
     doc.write_text("systemPrompt: hi\nmaxStep: 5\ntools: [bash]\n")
     r = cli("validate", str(doc))
     assert r.returncode == 0, r.stderr
-    assert r.stdout == f"{doc}: ok (agent 'agent', 1 tool(s), model endpoint: the embedded local model)\n"
+    assert r.stdout == f"{doc}: ok (agent 'a', 1 tool(s), model endpoint: the embedded local model)\n"
     assert r.stderr == ""
 
 
@@ -165,7 +165,7 @@ def test_validate_tells_documents_apart_by_shape(tmp_path: Path) -> None:
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"{chain}: ok (rule chain")
     assert lines[1].startswith(f"{flow}: ok (flow")
-    assert lines[2].startswith(f"{agent}: ok (agent 'agent'")
+    assert lines[2].startswith(f"{agent}: ok (agent 'agent'")  # named by its file, as serve lists it
 
 
 RUNS = {"agent": "run it with `chainreact run FILE PROMPT`",

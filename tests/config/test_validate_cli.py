@@ -207,3 +207,22 @@ def test_a_folder_is_validated_as_serve_reads_it(tmp_path: Path) -> None:
     shipped = cli("validate", "examples/")
     assert shipped.returncode == 0, shipped.stderr
     assert len(shipped.stdout.splitlines()) == len(SHIPPED) and shipped.stderr == ""
+
+
+def test_validate_names_each_document_by_the_id_serve_lists_it_under(tmp_path: Path) -> None:
+    # Before: validate named an agent by its `name` ('agent' without one) and a flow without an id
+    # '(no id)', while serve listed them by id, or by the file's name.
+    from chainreact.server.catalog import Catalog
+
+    agent = {"url": "http://127.0.0.1:9", "model": "m"}
+    write(tmp_path / "named.json", {"id": "weather", "name": "Weather bot", "configuration": agent})
+    write(tmp_path / "anonymous.json", {"configuration": agent})
+    write(tmp_path / "desk.json", {"nodes": [{"name": "bye", "type": "end", "start": True}]})
+    served = set(Catalog.load([tmp_path]).entries)
+    assert served == {"weather", "anonymous", "desk"}
+    r = cli("validate", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    named = {line.split(": ok (", 1)[0]: line.split("'")[1] for line in r.stdout.splitlines()}
+    assert named == {str(tmp_path / f"{ident if ident != 'weather' else 'named'}.json"): ident
+                     for ident in served}
+    assert "agent 'weather' (name 'Weather bot')" in r.stdout

@@ -86,7 +86,13 @@ def _validate_one(path: str, *, lenient: bool = False) -> str:
     import warnings
 
     from ..agent import sub_agent_problems
-    from ..config import UnknownFieldWarning, detect_document_kind, load_document, template_problems
+    from ..config import (
+        UnknownFieldWarning,
+        detect_document_kind,
+        fallback_id,
+        load_document,
+        template_problems,
+    )
     from ..config.loader import read_document
     from ..errors import ConfigError
     from ..tools.check import descriptor_problems
@@ -109,7 +115,10 @@ def _validate_one(path: str, *, lenient: bool = False) -> str:
     if problems:
         raise ConfigError(f"{source}: {len(problems)} problem(s)", source=source, errors=problems)
     target = cfg.url or "the embedded local model"
-    return f"agent {doc.name!r}, {len(cfg.tools)} tool(s), model endpoint: {target}"
+    ident = doc.id or fallback_id(source, "agent")  # the id `serve` lists it under
+    given = cfg.name or (data.get("name") if isinstance(data, dict) else None)  # not the default 'agent'
+    named = f" (name {given!r})" if given and given != ident else ""
+    return f"agent {ident!r}{named}, {len(cfg.tools)} tool(s), model endpoint: {target}"
 
 
 def _validate_wing(kind: str, data: Any, source: str | None) -> str:

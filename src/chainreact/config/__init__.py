@@ -2,7 +2,7 @@
 the runtime configuration (`resolve_agent_config`)."""
 
 from .checks import template_problems
-from .documents import FoundDocument, FoundDocuments, find_documents
+from .documents import FoundDocument, FoundDocuments, fallback_id, find_documents
 from .endpoint import env_api_key, env_endpoint, with_default_endpoint
 from .globals import build_globals, parse_global
 from .kinds import DocumentKind, detect_document_kind
@@ -46,6 +46,7 @@ __all__ = [
     "detect_document_kind",
     "env_api_key",
     "env_endpoint",
+    "fallback_id",
     "find_documents",
     "is_local_url",
     "json_schema",

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..config import fallback_id
 from ..config.kinds import wrong_kind
 from ..errors import ConfigError
 from ..expr import ExprSyntaxError
@@ -248,7 +249,8 @@ def validate(data: Any, *, source: str | None = None) -> str:
     for n in flow.nodes:
         kinds[n.type] = kinds.get(n.type, 0) + 1
     parts = ", ".join(f"{v} {k}" for k, v in kinds.items())
-    return f"{flow.id or flow.name or '(no id)'!r}, {len(flow.nodes)} node(s) ({parts}), " \
+    ident = flow.id or flow.name or fallback_id(source, "(no id)")  # the id `serve` lists it under
+    return f"{ident!r}, {len(flow.nodes)} node(s) ({parts}), " \
            f"start {flow.start_node.name!r}"
 
 

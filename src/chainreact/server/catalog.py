@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..config import find_documents
+from ..config import fallback_id, find_documents
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class Catalog:
                 from ..chains import agent_from_document
                 from .ops_stats import ObserverMiddleware
 
-                ident = (data.get("id") if isinstance(data, dict) else None) or path.stem
+                ident = (data.get("id") if isinstance(data, dict) else None) or fallback_id(path, "agent")
                 observe = [ObserverMiddleware(self.observers, str(ident))]
                 agent = agent_from_document(path, globals=globals_, engine=self.engine, middleware=observe)
                 self._add(Entry(str(ident), "agent", str(path), agent, agent.description))
@@ -92,7 +92,7 @@ class Catalog:
                 from ..flows import Flow
 
                 flow = Flow.load(path)
-                fallback = flow.definition.id or flow.definition.name or path.stem
+                fallback = flow.definition.id or flow.definition.name or fallback_id(path, "flow")
                 self._add(Entry(fallback, "flow", str(path), flow, flow.definition.description
                                 or flow.definition.name))
         except ConfigError as e:
