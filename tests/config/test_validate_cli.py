@@ -220,6 +220,9 @@ def test_validate_names_each_document_by_the_id_serve_lists_it_under(tmp_path: P
     write(tmp_path / "desk.json", {"nodes": [{"name": "bye", "type": "end", "start": True}]})
     served = set(Catalog.load([tmp_path]).entries)
     assert served == {"weather", "anonymous", "desk"}
+    from chainreact.flows import Flow
+
+    assert Flow.load(tmp_path / "desk.json").id == "desk"  # the id a durable worker hosts it under
     r = cli("validate", str(tmp_path))
     assert r.returncode == 0, r.stderr
     named = {line.split(": ok (", 1)[0]: line.split("'")[1] for line in r.stdout.splitlines()}

@@ -195,11 +195,12 @@ async def _flow_turn(args: argparse.Namespace, text: str, user: dict[str, Any] |
     if args.jsonl and not args.state:
         raise UsageError("--jsonl with --temporal reads the turn's events from the workers' state store: "
                          "give --state URL (the workers' --state)")
+    from ..config import fallback_id
     from ..config.loader import read_document
 
     data, source = read_document(args.flow)
     definition = load_flow(data, source=source)
-    flow_id = definition.id or definition.name or "flow"
+    flow_id = definition.id or definition.name or fallback_id(source, "flow")  # as the worker hosts it
     client = await connect(_address(args), namespace=args.namespace)
     durable = DurableFlow(flow_id, client=client, task_queue=args.task_queue)
     if args.jsonl:

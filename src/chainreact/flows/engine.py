@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..config import fallback_id
 from .agent_node import run_agent_node
 from .asking import Pending
 from .chain_node import run_chain_node
@@ -58,7 +59,7 @@ class Flow:
         self.definition = definition
         self.record = record  # every turn's reads and model/tool calls in the session's log (recording.py)
         self.source = source
-        self.id = definition.id or definition.name or "flow"
+        self.id = definition.id or definition.name or fallback_id(source, "flow")  # as serve lists it
         self.base_dir = Path(base_dir) if base_dir else (Path(source).parent if source else Path.cwd())
         self._state_url = state
         self._store = store

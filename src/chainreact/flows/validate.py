@@ -249,7 +249,7 @@ def validate(data: Any, *, source: str | None = None) -> str:
     for n in flow.nodes:
         kinds[n.type] = kinds.get(n.type, 0) + 1
     parts = ", ".join(f"{v} {k}" for k, v in kinds.items())
-    ident = flow.id or flow.name or fallback_id(source, "(no id)")  # the id `serve` lists it under
+    ident = flow.id or flow.name or fallback_id(source, "flow")  # the id `serve` lists it under
     return f"{ident!r}, {len(flow.nodes)} node(s) ({parts}), " \
            f"start {flow.start_node.name!r}"
 

@@ -92,8 +92,7 @@ class Catalog:
                 from ..flows import Flow
 
                 flow = Flow.load(path)
-                fallback = flow.definition.id or flow.definition.name or fallback_id(path, "flow")
-                self._add(Entry(fallback, "flow", str(path), flow, flow.definition.description
+                self._add(Entry(flow.id, "flow", str(path), flow, flow.definition.description
                                 or flow.definition.name))
         except ConfigError as e:
             if not quiet:
