@@ -68,6 +68,13 @@ def test_human_output_and_usage_errors(fake_llm: Any, tmp_path: Path) -> None:
     assert "[waiting at node 'support']" in r.stderr
     r = cli("flow", "send", str(path), "hello", "--session", "s", "--user", "[1]", "--state", state)
     assert r.returncode == 2 and "--user: expected a JSON object" in r.stderr
+    # A blank message, or '-' with stdin closed (a script), is a usage error before any model call, as
+    # for `run`: it sent the agent "Customer says: " and printed its reply, exit 0.
+    for text, said in [("  ", "the message given is blank"), ("-", "stdin was empty")]:
+        r = cli("flow", "send", str(path), text, "--session", "s2", "--state", state)
+        assert r.returncode == 2 and r.stdout == "", r.stderr
+        assert f"no message: {said}" in r.stderr
+    assert len(srv.chat_requests) == 1  # the first turn's only
 
 
 def test_validate_reports_every_flow_problem_and_schema_prints(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from .common import (
     EXIT_FAIL,
     EXIT_OK,
     AddCommand,
-    UsageError,
     add_globals,
     build_globals,
     notices_shown_as_events,
+    read_input,
     write,
 )
 from .run_outcome import is_empty, report_empty, report_waiting, rerun_with_state
@@ -153,23 +153,10 @@ def _warn_agent_node_fields(data: Any, source: str | None) -> None:
                       file=sys.stderr)
 
 
-def _read_prompt(prompt: str | None) -> str:
-    how = "give it as an argument, or '-' / a pipe to read it from stdin"
-    if prompt is None or prompt == "-":
-        if prompt is None and sys.stdin.isatty():
-            raise UsageError(f"no prompt: {how}")
-        prompt, where = sys.stdin.read(), "stdin was empty"
-    else:
-        where = "the prompt given is blank"
-    if not prompt.strip():  # a run from a script with stdin closed would otherwise ask the model nothing
-        raise UsageError(f"no prompt: {where}; {how}")
-    return prompt
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
-    prompt = _read_prompt(args.prompt)
+    prompt = read_input(args.prompt)
     if getattr(args, "temporal", None):  # durable: a worker runs it (cli/temporal_cmds.py)
         from .temporal_cmds import cmd_run_durable
 
@@ -338,7 +325,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     from ..config import render_run_texts
     from ..llm.cli import complete_main
 
-    prompt = _read_prompt(args.prompt)
+    prompt = read_input(args.prompt)
     doc, globals_ = resolve_document(args)
     try:
         return complete_main(render_run_texts(doc, globals_), prompt, stream=args.stream, as_json=args.json)

@@ -134,6 +134,21 @@ def one_line(text: str) -> str:
     return "; ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def read_input(text: str | None, what: str = "prompt") -> str:
+    """The prompt (or message) given, or stdin's for '-' / none given; blank is a usage error, since a
+    command run from a script with stdin closed (cron, CI) would otherwise ask the model nothing."""
+    how = "give it as an argument, or '-' / a pipe to read it from stdin"
+    if text is None or text == "-":
+        if text is None and sys.stdin.isatty():
+            raise UsageError(f"no {what}: {how}")
+        text, where = sys.stdin.read(), "stdin was empty"
+    else:
+        where = f"the {what} given is blank"
+    if not text.strip():
+        raise UsageError(f"no {what}: {where}; {how}")
+    return text
+
+
 def port_number(text: str) -> int:
     """An argparse type for --port: 0-65535 (the socket layer took 70000 as 4464, silently)."""
     if not text.isdigit() or int(text) > 65535:

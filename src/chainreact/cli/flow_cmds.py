@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import EXIT_OK, AddCommand, UsageError, write
+from .common import EXIT_OK, AddCommand, UsageError, read_input, write
 
 
 def register(add: AddCommand) -> None:
@@ -65,7 +65,7 @@ def _object(value: str | None, option: str = "--user") -> dict[str, Any] | None:
 def cmd_flow_send(args: argparse.Namespace) -> int:
     import asyncio
 
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = read_input(args.text, "message")
     user = _object(args.user)
     group = _object(args.group, "--group")
     from ..flows import Flow
