@@ -193,10 +193,6 @@ async def agent_batches(request: Request, registry: RunRegistry, owners: Session
     live: LiveRun | None = None
     try:
         if answered is not None:
-            if ctx_durable(registry, entry.id):
-                return _err(400, "resuming a durable agent run (serve --temporal) over AG-UI is not "
-                                 "supported: "
-                                 "use POST /api/v1/runs/{run_id}/resume", "unsupported")
             try:
                 live = await registry.resume_agent(entry.agent, entry.id, answered[0], answered[1],
                                                    listen=True, events=False, options=options)
@@ -216,10 +212,6 @@ async def agent_batches(request: Request, registry: RunRegistry, owners: Session
         return unavailable()
     answered_ids = frozenset(answered[1]) if answered is not None else frozenset()
     return _agent_stream(registry, live, s, entry.agent.config.model, answered_ids)
-
-
-def ctx_durable(registry: RunRegistry, ident: str) -> bool:
-    return registry.dispatcher is not None and registry.dispatcher.serves("agent", ident)
 
 
 async def _answers(registry: RunRegistry, entry: Entry, inp: AguiInput

@@ -30,7 +30,9 @@ from .openai_api import error
 if TYPE_CHECKING:
     from .runs_registry import LiveRun
 
-_EXPOSED = re.compile(r"^call_([0-9a-f]{16})_(.+)$", re.DOTALL)
+# A run id: 16 hex digits in process; a durable run's is its agent's name (sanitised, <= 40 characters)
+# and "-" before them (durable_dispatch.new_run_id). The shortest run id that fits is the one.
+_EXPOSED = re.compile(r"^call_((?:[A-Za-z0-9_-]{1,40}?-)??[0-9a-f]{16})_(.+)$", re.DOTALL)
 
 
 def exposed_id(run_id: str, call_id: str) -> str:

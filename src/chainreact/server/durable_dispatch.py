@@ -202,7 +202,7 @@ class TemporalDispatcher:
         return isinstance(snap, dict) and snap.get("format") == FORMAT
 
     async def resume(self, registry: RunRegistry, record: RunRecord, target: str, obj: Agent,
-                     answers: dict[str, Any], *, detached: bool) -> LiveRun:
+                     answers: dict[str, Any], *, detached: bool, listen: bool = False) -> LiveRun:
         from ..durable import DurableRunError
         from ..state import StateError
 
@@ -217,7 +217,7 @@ class TemporalDispatcher:
         live = LiveRun(record.run_id, target, record.session, detached, True, handle, log_events=False,
                        last_id=record.last_event_id)
         handle.on_events = functools.partial(_seen, live)
-        return registry.launch(live, functools.partial(self._save_end, live, handle), False)
+        return registry.launch(live, functools.partial(self._save_end, live, handle), listen)
 
     async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
         from ..agent.cancel import CancelMode

@@ -95,8 +95,9 @@ class RunDispatcher(Protocol):
         """Whether a stored run record (state store) is one of this dispatcher's runs."""
 
     async def resume(self, registry: RunRegistry, record: RunRecord, target: str, obj: Agent,
-                     answers: dict[str, Any], *, detached: bool) -> LiveRun:
-        """Answer an interrupted run of ours and follow it again; StateError for refused answers."""
+                     answers: dict[str, Any], *, detached: bool, listen: bool = False) -> LiveRun:
+        """Answer an interrupted run of ours and follow it again (`listen`: as `start`'s); StateError for
+        refused answers."""
 
     async def cancel(self, run_id: str, mode: str, timeout: float | None) -> None:
         """Cancel a run of ours that this process is not following (ValueError: unknown mode)."""
@@ -257,7 +258,8 @@ class RunRegistry:
         self.stopped.pop(run_id, None)  # running again: not pruned while it runs
         before = await self.db.get_run(run_id)
         if self.dispatcher is not None and before is not None and self.dispatcher.owns(before):
-            return await self.dispatcher.resume(self, before, target, agent, answers, detached=detached)
+            return await self.dispatcher.resume(self, before, target, agent, answers, detached=detached,
+                                                listen=listen)
         resume, ckpt = await claim_resume(agent, self.store, run_id, answers)
         if options is None:
             options = RunOptions.from_dict(ckpt.extra.get(OPTIONS))
