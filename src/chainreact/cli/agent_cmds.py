@@ -352,7 +352,8 @@ def register(add: AddCommand) -> None:
 
     add_run_options(p, wait=True)  # --temporal ADDRESS --task-queue Q [--wait S]: durably, on a worker
 
-    p = add("validate", cmd_validate, "check agent documents; exit 1 listing each error's JSON path")
+    p = add("validate", cmd_validate, "check agent, rule chain and flow documents (files or folders); exit 1 "
+            "listing each error's JSON path")
     p.add_argument("config", nargs="+", help="agent, rule chain or flow documents, or folders of them")
     p.add_argument("--lenient", action="store_true",
                    help="unknown fields of agent documents are warnings, not errors (documents that carry "

@@ -232,7 +232,8 @@ def _loopback(host: str) -> bool:
 
 
 def register(add: AddCommand) -> None:
-    p = add("serve", cmd_serve, "serve agents and rule chains over HTTP (OpenAI's and RuleGo's APIs)")
+    p = add("serve", cmd_serve, "serve agents, rule chains and flows over HTTP (OpenAI, RuleGo, AG-UI, A2A, "
+            "MCP; a playground at /)")
     p.add_argument("paths", nargs="*", help="agent documents, rule chains, flows, or folders of them")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=9090, help="port (default 9090)")
