@@ -75,10 +75,11 @@ def _named(path: Path, why: str) -> str:
     return why if why.startswith(f"{path}: ") else f"{path}: {why}"
 
 
-__all__ = ["SUFFIXES", "FoundDocument", "FoundDocuments", "find_documents"]
-
-
 def fallback_id(source: str | Path | None, default: str) -> str:
     """The id a document that names none is served under (and `validate` names it by): its file's name
     without the suffix; `default` for a document that came from no file."""
     return Path(source).stem if source and not str(source).startswith("<") else default
+
+
+__all__ = ["SUFFIXES", "FoundDocument", "FoundDocuments", "fallback_id", "find_documents"]
+
