@@ -22,7 +22,7 @@ from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, write
 
 PROMPT = "you> "
 HELP = ("/quit       leave (also Ctrl-D)\n"
-        "/reset      forget this session: the next message starts the flow again with an empty memory\n"
+        "/reset      {reset}\n"
         "/help       this text\n"
         "//text      send a message that starts with '/'\n")
 
@@ -86,24 +86,33 @@ def cmd_chat(args: argparse.Namespace) -> int:
         _stop_local_if_started()
 
 
-class _Chat:
-    def __init__(self, flow: Any, session: str, user: dict[str, Any] | None, group: dict[str, Any] | None,
-                 interactive: bool):
-        self.flow = flow
-        self.session = session
-        self.user = user
-        self.group = group
+class PromptLoop:
+    """The prompt both chats share (this one and cli/chat_agent.py's): lines read one by one, `/commands`,
+    each message a turn (`turn`), a failed turn said and the chat going on. A subclass gives `banner`,
+    `turn(runner, text)` and `reset(runner)`."""
+
+    reset_help = "forget the conversation"
+
+    def __init__(self, interactive: bool):
         self.interactive = interactive
         self.failed = False
-        self.durable: Any = None  # a DurableFlow: turns run as workflows (--temporal)
 
-    def _read(self) -> str | None:
-        """The next line, None at the end of input."""
+    def banner(self) -> str:
+        raise NotImplementedError
+
+    def turn(self, runner: Any, text: str) -> None:
+        raise NotImplementedError
+
+    def reset(self, runner: Any) -> None:
+        raise NotImplementedError
+
+    def read(self, prompt: str = PROMPT) -> str | None:
+        """The next line, None at the end of input (the prompt only on a terminal)."""
         if not self.interactive:
             line = sys.stdin.readline()
             return None if line == "" else line.rstrip("\n")
         try:
-            return input(PROMPT)
+            return input(prompt)
         except EOFError:
             write("\n")
             return None
@@ -112,12 +121,10 @@ class _Chat:
         if self.interactive:
             import readline  # noqa: F401  (input() gets line editing and history once it is loaded)
 
-            name = self.flow.definition.name or self.flow.id
-            write(f"chat with flow {name!r}, session {self.session!r} (/help for commands, /quit to leave)\n",
-                  sys.stderr)
+            write(f"{self.banner()} (/help for commands, /quit to leave)\n", sys.stderr)
         while True:
             try:
-                line = self._read()
+                line = self.read()
             except KeyboardInterrupt:
                 write("\n")  # Ctrl-C at the prompt drops the line, as shells do
                 continue
@@ -133,7 +140,7 @@ class _Chat:
             if text.startswith("//"):
                 text = text[1:]
             try:
-                runner.run(self._turn(text))
+                self.turn(runner, text)
             except KeyboardInterrupt:
                 write("\n[turn cancelled]\n", sys.stderr)
             except Exception as e:  # one failed turn does not end the chat; the session is unchanged
@@ -150,14 +157,37 @@ class _Chat:
         if cmd in ("/quit", "/exit", "/q"):
             return False
         if cmd == "/reset":
-            runner.run(self.flow.reset(self.session))
-            write(f"[session {self.session!r} reset: the next message starts the flow]\n", sys.stderr)
+            self.reset(runner)
         elif cmd == "/help":
-            write(HELP, sys.stderr)
+            write(HELP.format(reset=self.reset_help), sys.stderr)
         else:
             write(f"unknown command {cmd}; /help lists them (//text sends a message starting with '/')\n",
                   sys.stderr)
         return True
+
+
+class _Chat(PromptLoop):
+    reset_help = "forget this session: the next message starts the flow again with an empty memory"
+
+    def __init__(self, flow: Any, session: str, user: dict[str, Any] | None, group: dict[str, Any] | None,
+                 interactive: bool):
+        super().__init__(interactive)
+        self.flow = flow
+        self.session = session
+        self.user = user
+        self.group = group
+        self.durable: Any = None  # a DurableFlow: turns run as workflows (--temporal)
+
+    def banner(self) -> str:
+        name = self.flow.definition.name or self.flow.id
+        return f"chat with flow {name!r}, session {self.session!r}"
+
+    def turn(self, runner: Any, text: str) -> None:
+        runner.run(self._turn(text))
+
+    def reset(self, runner: Any) -> None:
+        runner.run(self.flow.reset(self.session))
+        write(f"[session {self.session!r} reset: the next message starts the flow]\n", sys.stderr)
 
     async def _turn(self, text: str) -> None:
         from .chat_render import TurnPrinter
