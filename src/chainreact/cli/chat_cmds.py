@@ -1,4 +1,4 @@
-"""`chainreact chat FLOW`: talk to a chat flow at a prompt.
+"""`chainreact chat FLOW`: talk to a chat flow at a prompt (`chat AGENT`: chat_agent.py, the same prompt).
 
 On a terminal: a readline prompt (line editing, history with the arrow keys), each answer streamed as
 the model writes it, tool calls and their results shown on stderr as they run. Lines starting with `/`
@@ -18,7 +18,7 @@ import secrets
 import sys
 from typing import Any
 
-from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, write
+from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, add_globals, write
 
 PROMPT = "you> "
 HELP = ("/quit       leave (also Ctrl-D)\n"
@@ -28,8 +28,8 @@ HELP = ("/quit       leave (also Ctrl-D)\n"
 
 
 def register(add: AddCommand) -> None:
-    p = add("chat", cmd_chat, "talk to a chat flow at an interactive prompt")
-    p.add_argument("flow", metavar="FLOW", help="flow document (JSON or YAML)")
+    p = add("chat", cmd_chat, "talk to an agent or a chat flow at an interactive prompt")
+    p.add_argument("config", metavar="DOCUMENT", help="agent or chat flow document (JSON or YAML)")
     p.add_argument("--session", default=None,
                    help="the conversation's id (default: a new one, printed at the start)")
     p.add_argument("--user", default=None, metavar="JSON", help='the user object, e.g. \'{"id": "u1"}\'')
@@ -37,14 +37,35 @@ def register(add: AddCommand) -> None:
                    help='send every message as a group conversation\'s: {"id": "g1", "mentions": [...]}')
     p.add_argument("--state", default=None, metavar="URL",
                    help="state store URL (else $CHAINREACT_STATE, the flow's `state`, the default "
-                        "SQLite file)")
+                        "SQLite file); an agent's conversation is kept there with --state or --session, "
+                        "else in memory")
+    p.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
+                   help="an agent's rule chains for rulechain/agent tools, as `run --load`. Repeatable.")
+    add_globals(p)  # an agent's, as `run`'s
     from .temporal_cmds import add_connection
 
-    add_connection(p, required=False)  # --temporal: turns run on `chainreact worker`s (needs --state)
+    # --temporal: a flow's turns run on `chainreact worker`s (needs --state); refused for an agent
+    add_connection(p, required=False)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    """An agent document goes to chat_agent.py, a flow the way below; told apart by their shape."""
     import asyncio
+
+    from ..config import detect_document_kind
+    from ..config.kinds import kind_mismatch
+    from ..config.loader import read_document
+
+    data, source = read_document(args.config)
+    kind = detect_document_kind(data, source=source)
+    if kind == "agent":
+        from .chat_agent import cmd_chat_agent
+
+        return cmd_chat_agent(args)
+    if kind != "flow":
+        raise kind_mismatch(kind, "flow", source or args.config)
+    if args.globals or args.globals_file or args.load:
+        raise UsageError("--global, --globals and --load are for agent documents, not chat flows")
 
     from ..flows import Flow
     from .flow_cmds import _object
@@ -58,9 +79,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
                              "URL (the workers' --state)")
         from ..durable import DurableFlow
 
-        durable = DurableFlow(Flow.load(args.flow).id, client=args.temporal, task_queue=args.task_queue,
+        durable = DurableFlow(Flow.load(args.config).id, client=args.temporal, task_queue=args.task_queue,
                               namespace=args.namespace)
-    flow = Flow.load(args.flow, state=args.state)
+    flow = Flow.load(args.config, state=args.state)
     session = args.session or f"chat-{secrets.token_hex(4)}"
     interactive = sys.stdin.isatty()
     chat = _Chat(flow, session, user, group, interactive)
