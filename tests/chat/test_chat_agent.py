@@ -6,6 +6,7 @@ that does not end the chat (exit 1 at the end), `--temporal` refused. FakeLLM on
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any
 from chainreact.testing import FakeLLM
 
 from ..cli.support import CALL_WEATHER, agent_doc, weather_tool
-from .helpers import cli_env
+from .helpers import SRC, cli_env
+from .test_chat_tmux import Pane, pane  # noqa: F401  (the tmux pane fixture)
 
 
 def chat(doc: Path, url: str, stdin: str, *extra: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -121,3 +123,49 @@ def test_chat_temporal_is_refused_for_an_agent(tmp_path: Path) -> None:
     r = chat(doc, "http://127.0.0.1:9", "hi\n", "--temporal", "127.0.0.1:7233", cwd=tmp_path)
     assert r.returncode == 2
     assert "chainreact run" in r.stderr and "--temporal" in r.stderr
+
+
+def test_chat_with_an_agent_at_a_terminal(pane: Pane, tmp_path: Path) -> None:  # noqa: F811
+    """The prompt, the answer streamed, an approval asked at the prompt, Ctrl-C during an answer (the
+    turn is dropped from the conversation), /quit."""
+    doc = agent_doc(tmp_path, [weather_tool(approval=True)])
+    long = "Hello Ann, nice to meet you; ask me about the weather anywhere."
+    with FakeLLM([{"text": long, "chunks": 12, "chunk_delay": 0.25}, CALL_WEATHER, {"text": "21 C in Lyon."},
+                  {"text": "This answer is too slow to wait for.", "chunks": 20, "chunk_delay": 1.0},
+                  {"text": "Back."}]) as llm:
+        cmd = shlex.join(["env", f"PYTHONPATH={SRC}", f"RAN_FILE={tmp_path / 'ran.txt'}", sys.executable,
+                          "-m", "chainreact", "chat", str(doc), "--global", f"url={llm.url}"])
+        pane.run("new-session", "-d", "-s", "chat", "-x", "150", "-y", "50", "-c", str(tmp_path),
+                 f"{cmd}; echo \"[exit $?]\"; sleep 120")
+        pane.wait(lambda s: s.rstrip().endswith("you>"), "the prompt")
+        assert "chat with agent 'helper'" in pane.text()
+
+        pane.type("I am Ann")
+        pane.keys("Enter")
+        partial = pane.wait(lambda s: "Hello" in s, "the answer's first words")
+        assert long not in partial, "the whole answer arrived at once: it was not streamed"
+        pane.wait(lambda s: long in s and s.rstrip().endswith("you>"), "the whole answer")
+
+        pane.type("weather in Lyon?")
+        pane.keys("Enter")
+        pane.wait(lambda s: s.rstrip().endswith('? weather({"city":"Lyon"}): approve? [y/N]'), "the approval")
+        pane.type("y")
+        pane.keys("Enter")
+        pane.wait(lambda s: "21 C in Lyon." in s and s.rstrip().endswith("you>"), "the answer after the tool")
+        assert "← weather: 21 C in Lyon" in pane.text()
+
+        pane.type("slow one")
+        pane.keys("Enter")
+        pane.wait(lambda s: "This" in s, "the slow answer's start")
+        pane.keys("C-c")
+        pane.wait(lambda s: "[turn cancelled]" in s and s.rstrip().endswith("you>"), "the cancelled turn")
+        pane.type("after")
+        pane.keys("Enter")
+        pane.wait(lambda s: "Back." in s, "the answer after the cancelled turn")
+        users = [c for role, c in contents(llm.chat_requests[4]) if role == "user"]
+        assert users == ["I am Ann", "weather in Lyon?", "after"]
+
+        pane.type("/quit")
+        pane.keys("Enter")
+        pane.wait(lambda s: "[exit 0]" in s, "the exit")
+    assert (tmp_path / "ran.txt").read_text() == "Lyon\n"
