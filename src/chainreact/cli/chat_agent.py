@@ -178,20 +178,20 @@ class _AgentChat(PromptLoop):
 
         history = runner.run(self.conv.history())
         data: Any = [*history, Message("user", text)] if history else text
-        result = runner.run(self._go(functools.partial(self.conv.start, self.agent, data)))
+        printer = _Printer()  # one for the turn: a resumed run's calls are not shown again
+        result = runner.run(self._go(printer, functools.partial(self.conv.start, self.agent, data)))
         while result.stop_reason == "interrupted":
             answers = self._ask(result.interruption.questions)  # at the prompt, outside the event loop
             run_id = str(result.metadata["run_id"])
             try:
                 resume = functools.partial(self.conv.resume, self.agent, run_id, answers)
-                result = runner.run(self._go(resume))
+                result = runner.run(self._go(printer, resume))
             except StateError as e:  # an answer the store refused changed nothing: ask again
                 write(f"error: {e}\n", sys.stderr)
 
-    async def _go(self, start: Callable[[], Awaitable[Any]]) -> Any:
+    async def _go(self, printer: _Printer, start: Callable[[], Awaitable[Any]]) -> Any:
         """One run (started or resumed) to its end, its events shown as they come."""
         run = await start()
-        printer = _Printer()
         result, error = None, None
         try:
             async for ev in run:
@@ -253,6 +253,7 @@ class _Printer:
     def __init__(self) -> None:
         self.open = False  # stdout holds text without its newline
         self.answer = ""  # the text streamed since the last tool call
+        self.calls: set[str] = set()  # the tool calls shown (a resumed run starts its pending ones again)
 
     def _note(self, text: str) -> None:
         if self.open:
@@ -273,14 +274,18 @@ class _Printer:
         elif ev.type == "final" and top:
             if ev.content and not self.answer:  # not streamed as deltas
                 self._text(ev.content)
+        elif ev.type == "tool_call" and ev.call.id in self.calls:
+            pass
         elif (line := activity_line(ev, "  " * (len(ev.path) - 1))) is not None:
-            if ev.type == "tool_call" and top:
-                self.answer = ""  # text before a tool call was a preamble, not the answer
+            if ev.type == "tool_call":
+                self.calls.add(ev.call.id)
+                self.answer = "" if top else self.answer  # text before a tool call was a preamble
             self._note(line)
         elif ev.type == "warning":
             self._note(f"warning: {ev.message}")
 
     def finish(self, result: Any) -> None:
+        """The end of a run: its answer's line closed, an empty answer said."""
         if self.open:
             write("\n")
             self.open = False
