@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chainreact.testing import FakeLLM
 
 from ..cli.support import CALL_WEATHER, agent_doc, weather_tool
@@ -66,6 +68,21 @@ def test_an_ask_user_question_is_answered_by_the_next_line_and_the_run_goes_on(t
     # "Lyon" answered the question: it was not sent as a message; the next turn has the whole exchange.
     assert [c for role, c in contents(reqs[2]) if role == "user"] == ["weather please", "thanks"]
     assert ("tool", "Lyon") in contents(reqs[2])
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_an_answer_the_schema_refuses_is_asked_again(tmp_path: Path, store: bool) -> None:
+    doc = agent_doc(tmp_path, [{"type": "builtin", "name": "ask_user",
+                                "config": {"schema": {"type": "integer"}}}])
+    ask = {"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {"question": "How many?"}}]}
+    extra = ["--state", f"sqlite:///{tmp_path}/state.db", "--session", "n"] if store else []
+    with FakeLLM([ask, {"text": "Keeping 3."}]) as llm:
+        r = chat(doc, llm.url, "clean up\nthree\n3\n", *extra, cwd=tmp_path)
+        reqs = llm.chat_requests
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("? How many?") == 2 and "expected integer" in r.stderr
+    assert r.stdout == "Keeping 3.\n"
+    assert len(reqs) == 2 and reqs[1].messages[-1]["content"] == "3"  # the integer, as the tool's result
 
 
 def test_an_approval_rejected_at_the_prompt(tmp_path: Path) -> None:

@@ -1,16 +1,10 @@
 """`chainreact chat AGENT`: talk to an agent document at a prompt (`chat` given a flow: chat_cmds.py).
 
-The agent is built as `chainreact run` builds it (agent_cmds.resolve_document: `--global`, `--globals`, the
-embedded local model when the document names no url, OPENAI_BASE_URL / OPENAI_API_KEY). The prompt is the
-flow chat's (chat_cmds.PromptLoop: `/quit`, `/reset`, `/help`, `//text`, Ctrl-C cancels the turn, a pipe
-gives one message a line). Each turn runs the agent on the conversation so far plus the new message; the
-run's messages (without the system prompt) are the conversation after it. With `--state` or `--session`
-the conversation is the store's session, as `chainreact run --state URL --session S` keeps it (one
-conversation for both commands) and every run is checkpointed; else it lives in memory.
-
-The answer streams to stdout; tool calls and results go to stderr (chat_render.activity_line). A run that
-stops to ask (an `ask_user` question, a `requireApproval` tool) has its questions asked at the prompt (on
-a pipe: answered by the next lines), then the same run goes on with the answers.
+The agent is built as `chainreact run` builds it (agent_cmds.resolve_document); the prompt is the flow
+chat's (chat_cmds.PromptLoop). Each turn runs the agent on the conversation so far plus the message, kept
+in memory, or with `--state`/`--session` in the store's session as `run --session` keeps it. The answer
+streams to stdout, tool activity to stderr; a run that stops to ask has its questions asked at the prompt
+and goes on with the answers.
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ from .chat_cmds import PromptLoop
 from .chat_render import _short, activity_line
 from .common import UsageError, notices_shown_as_events, write
 from .run_outcome import is_empty
+from .run_state import parse_answers
 
 
 def cmd_chat_agent(args: argparse.Namespace) -> int:
@@ -213,7 +208,8 @@ class _AgentChat(PromptLoop):
         return result
 
     def _ask(self, questions: list[Any]) -> dict[str, Any]:
-        """Each question's answer from the next line: an approval y (yes) or not, else the line."""
+        """Each question's answer from the next line: an approval y (yes) or not, else the line (JSON when
+        its schema asks for something other than a string)."""
         from ..errors import ChainreactError
 
         answers: dict[str, Any] = {}
@@ -232,23 +228,15 @@ class _AgentChat(PromptLoop):
             if q.kind == "approval":
                 yes = line.strip().lower() in ("y", "yes")
                 answers[q.id] = True if yes else {"approve": False, "reason": "rejected at the prompt"}
+            elif isinstance(q.schema, dict) and q.schema and q.schema.get("type") != "string":
+                answers[q.id] = parse_answers(line, [q])[q.id]  # JSON if it parses (an integer, ...)
             else:
-                answers[q.id] = _answer(line, q.schema)
+                answers[q.id] = line
         return answers
 
 
-def _answer(line: str, schema: Any) -> Any:
-    """The line as the answer; JSON when the question's schema asks for something else than a string."""
-    if isinstance(schema, dict) and schema and schema.get("type") != "string":
-        try:
-            return json.loads(line)
-        except ValueError:
-            pass
-    return line
-
-
 class _Printer:
-    """One run's events: the answer's text on stdout as it arrives, tool activity on stderr."""
+    """A turn's events: the answer's text on stdout as it arrives, tool activity on stderr."""
 
     def __init__(self) -> None:
         self.open = False  # stdout holds text without its newline
