@@ -1,7 +1,7 @@
 """`chainreact chat AGENT`: talk to an agent document at a prompt (`chat` given a flow: chat_cmds.py).
 
 The agent is built as `chainreact run` builds it (agent_cmds.resolve_document); the prompt is the flow
-chat's (chat_cmds.PromptLoop). Each turn runs the agent on the conversation so far plus the message, kept
+chat's (chat_prompt.PromptLoop). Each turn runs the agent on the conversation so far plus the message, kept
 in memory, or with `--state`/`--session` in the store's session as `run --session` keeps it. The answer
 streams to stdout, tool activity to stderr; a run that stops to ask has its questions asked at the prompt
 and goes on with the answers.
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .chat_cmds import PromptLoop
+from .chat_prompt import PromptLoop
 from .chat_render import _short, activity_line
 from .common import UsageError, notices_shown_as_events, write
 from .run_outcome import is_empty
