@@ -20,6 +20,8 @@ from ..cli.support import CALL_WEATHER, agent_doc, weather_tool
 from .helpers import SRC, cli_env
 from .test_chat_tmux import Pane, pane  # noqa: F401  (the tmux pane fixture)
 
+STATE = "sqlite:///{}/state.db"
+
 
 def chat(doc: Path, url: str, stdin: str, *extra: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**cli_env(), "RAN_FILE": str(cwd / "ran.txt")}
@@ -135,27 +137,36 @@ def test_a_failed_turn_is_said_and_the_chat_goes_on_exit_1(tmp_path: Path) -> No
     assert contents(reqs[1]) == [("system", "Help."), ("user", "hello again")]
 
 
-def test_chat_temporal_is_refused_for_an_agent(tmp_path: Path) -> None:
+def test_options_of_the_other_kind_are_usage_errors(tmp_path: Path) -> None:
     doc = agent_doc(tmp_path, [])
     r = chat(doc, "http://127.0.0.1:9", "hi\n", "--temporal", "127.0.0.1:7233", cwd=tmp_path)
     assert r.returncode == 2
-    assert "chainreact run" in r.stderr and "--temporal" in r.stderr
+    assert "chainreact run AGENT PROMPT --temporal ADDRESS" in r.stderr
+    r = chat(doc, "http://127.0.0.1:9", "hi\n", "--user", '{"id": "u1"}', cwd=tmp_path)
+    assert r.returncode == 2 and "--user and --group are for chat flows" in r.stderr
+    flow = tmp_path / "flow.json"
+    flow.write_text(json.dumps({"id": "f", "nodes": [{"name": "hi", "type": "message", "message": "Hi",
+                                                      "start": True}]}))
+    r = chat(flow, "http://127.0.0.1:9", "hi\n", cwd=tmp_path)  # chat() gives --global
+    assert r.returncode == 2 and "--global, --globals and --load are for agent documents" in r.stderr
 
 
-def test_chat_with_an_agent_at_a_terminal(pane: Pane, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize("store", [False, True])
+def test_chat_with_an_agent_at_a_terminal(pane: Pane, tmp_path: Path, store: bool) -> None:  # noqa: F811
     """The prompt, the answer streamed, an approval asked at the prompt, Ctrl-C during an answer (the
-    turn is dropped from the conversation), /quit."""
+    turn is dropped from the conversation), /quit; in memory and with a store."""
     doc = agent_doc(tmp_path, [weather_tool(approval=True)])
     long = "Hello Ann, nice to meet you; ask me about the weather anywhere."
     with FakeLLM([{"text": long, "chunks": 12, "chunk_delay": 0.25}, CALL_WEATHER, {"text": "21 C in Lyon."},
                   {"text": "This answer is too slow to wait for.", "chunks": 20, "chunk_delay": 1.0},
                   {"text": "Back."}]) as llm:
         cmd = shlex.join(["env", f"PYTHONPATH={SRC}", f"RAN_FILE={tmp_path / 'ran.txt'}", sys.executable,
-                          "-m", "chainreact", "chat", str(doc), "--global", f"url={llm.url}"])
+                          "-m", "chainreact", "chat", str(doc), "--global", f"url={llm.url}",
+                          *(["--state", STATE.format(tmp_path), "--session", "t"] if store else [])])
         pane.run("new-session", "-d", "-s", "chat", "-x", "150", "-y", "50", "-c", str(tmp_path),
                  f"{cmd}; echo \"[exit $?]\"; sleep 120")
         pane.wait(lambda s: s.rstrip().endswith("you>"), "the prompt")
-        assert "chat with agent 'helper'" in pane.text()
+        assert "chat with agent 'helper'" + (", session 't'" if store else " (") in pane.text()
 
         pane.type("I am Ann")
         pane.keys("Enter")
@@ -186,3 +197,16 @@ def test_chat_with_an_agent_at_a_terminal(pane: Pane, tmp_path: Path) -> None:  
         pane.keys("Enter")
         pane.wait(lambda s: "[exit 0]" in s, "the exit")
     assert (tmp_path / "ran.txt").read_text() == "Lyon\n"
+    if store:  # the session has the two answered turns; the cancelled run is saved as cancelled
+        import asyncio
+
+        from chainreact.state import open_store
+
+        async def read() -> tuple[list[str], list[str]]:
+            async with await open_store(STATE.format(tmp_path)) as st:
+                history = [m.content for m in await st.history("t") if m.role == "user"]
+                return history, sorted(r.status for r in await st.runs())
+
+        history, statuses = asyncio.run(read())
+        assert history == ["I am Ann", "weather in Lyon?", "after"]
+        assert statuses == ["cancelled", "done", "done", "done"]
