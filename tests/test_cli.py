@@ -168,7 +168,7 @@ def test_validate_tells_documents_apart_by_shape(tmp_path: Path) -> None:
     assert lines[2].startswith(f"{agent}: ok (agent 'agent'")  # named by its file, as serve lists it
 
 
-RUNS = {"agent": "run it with `chainreact run FILE PROMPT`",
+RUNS = {"agent": "run it with `chainreact run FILE PROMPT`, or talk to it with `chainreact chat FILE`",
         "chain": "run it with `chainreact chain run FILE --data ...`",
         "flow": "send it a message with `chainreact flow send FILE TEXT --session S`, or talk to it with "
                 "`chainreact chat FILE`"}
@@ -178,12 +178,13 @@ RUNS = {"agent": "run it with `chainreact run FILE PROMPT`",
     (["run", "{}", "hi"], "chain", "a rule chain", "an agent document"),
     (["run", "{}", "hi"], "flow", "a flow", "an agent document"),
     (["chain", "run", "{}", "--data", "x"], "agent", "an agent document", "a rule chain"),
-    (["chat", "{}"], "agent", "an agent document", "a flow"),
+    (["chat", "{}"], "chain", "a rule chain", "a flow"),  # chat talks to agents and flows
     (["flow", "send", "{}", "hi", "--session", "s"], "chain", "a rule chain", "a flow")])
 def test_a_command_given_the_wrong_kind_of_document_says_what_runs_it(
         tmp_path: Path, command: list[str], given: str, what: str, not_what: str) -> None:
     # Before: a flow given to `run` said "check it with `chainreact validate`"; an agent given to `chat`
     # listed the flow fields it lacked ($.nodes: Field required, ...); to `chain run`, "not a rule chain".
+    # (`chat` now talks to an agent too: tests/chat/test_chat_agent.py.)
     doc = tmp_path / f"{given}.json"
     doc.write_text(json.dumps({
         "chain": {"ruleChain": {"id": "c1"}, "metadata": {"nodes": []}},

@@ -150,6 +150,11 @@ EXPECTED = {
                             "resumed: exit 0, answer '21 C in Lyon.'",
                             "empty answer: exit 4, stdout '', stderr \"error: the run ended with an empty "
                             "answer (stop reason 'stop', 1 step(s))"],
+    "cli_chat_agent.py": ["exit 0", "stdout: ['19 + 23 = 42.', '42 + 8 = 50.']",
+                          """stderr: ['→ add({"a":19,"b":23})', '← add: 42', '→ add({"a":42,"b":8})', """
+                          "'← add: 50']",
+                          "the second question's request: [('user', 'what is 19 + 23?'), ('assistant', ''), "
+                          "('tool', '42'), ('assistant', '19 + 23 = 42.'), ('user', 'and plus 8?')]"],
     "expressions.py": ["hot(71) = True", "hot(20) = False", "adults: Al, Jim", "98.6F = 37.0 C",
                        'Reading 35.5 from {"temperature":71,"unit":"C"}', "config: {'timeout': 30,",
                        "Hello ${env('HOME')}, agent 2", "error: invalid operation: string + int"],

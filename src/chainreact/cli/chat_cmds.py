@@ -1,4 +1,4 @@
-"""`chainreact chat FLOW`: talk to a chat flow at a prompt.
+"""`chainreact chat FLOW`: talk to a chat flow at a prompt (`chat AGENT`: chat_agent.py, the same prompt).
 
 On a terminal: a readline prompt (line editing, history with the arrow keys), each answer streamed as
 the model writes it, tool calls and their results shown on stderr as they run. Lines starting with `/`
@@ -18,33 +18,50 @@ import secrets
 import sys
 from typing import Any
 
-from .common import EXIT_FAIL, EXIT_OK, AddCommand, UsageError, write
-
-PROMPT = "you> "
-HELP = ("/quit       leave (also Ctrl-D)\n"
-        "/reset      forget this session: the next message starts the flow again with an empty memory\n"
-        "/help       this text\n"
-        "//text      send a message that starts with '/'\n")
+from .chat_prompt import PromptLoop
+from .common import AddCommand, UsageError, add_globals, write
 
 
 def register(add: AddCommand) -> None:
-    p = add("chat", cmd_chat, "talk to a chat flow at an interactive prompt")
-    p.add_argument("flow", metavar="FLOW", help="flow document (JSON or YAML)")
+    p = add("chat", cmd_chat, "talk to an agent or a chat flow at an interactive prompt")
+    p.add_argument("config", metavar="DOCUMENT", help="agent or chat flow document (JSON or YAML)")
     p.add_argument("--session", default=None,
-                   help="the conversation's id (default: a new one, printed at the start)")
+                   help="the conversation's id in the state store (default: a new one, printed at the "
+                        "start; an agent's conversation is in memory without --session and --state)")
     p.add_argument("--user", default=None, metavar="JSON", help='the user object, e.g. \'{"id": "u1"}\'')
     p.add_argument("--group", default=None, metavar="JSON",
                    help='send every message as a group conversation\'s: {"id": "g1", "mentions": [...]}')
     p.add_argument("--state", default=None, metavar="URL",
                    help="state store URL (else $CHAINREACT_STATE, the flow's `state`, the default "
-                        "SQLite file)")
+                        "SQLite file); an agent's conversation is kept there with --state or --session, "
+                        "else in memory")
+    p.add_argument("--load", action="append", default=[], metavar="CHAIN_FILE_OR_DIR",
+                   help="an agent's rule chains for rulechain/agent tools, as `run --load`. Repeatable.")
+    add_globals(p)  # an agent's, as `run`'s
     from .temporal_cmds import add_connection
 
-    add_connection(p, required=False)  # --temporal: turns run on `chainreact worker`s (needs --state)
+    # --temporal: a flow's turns run on `chainreact worker`s (needs --state); refused for an agent
+    add_connection(p, required=False)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    """An agent document goes to chat_agent.py, a flow the way below; told apart by their shape."""
     import asyncio
+
+    from ..config import detect_document_kind
+    from ..config.kinds import kind_mismatch
+    from ..config.loader import read_document
+
+    data, source = read_document(args.config)
+    kind = detect_document_kind(data, source=source)
+    if kind == "agent":
+        from .chat_agent import cmd_chat_agent
+
+        return cmd_chat_agent(args)
+    if kind != "flow":
+        raise kind_mismatch(kind, "flow", source or args.config)
+    if args.globals or args.globals_file or args.load:
+        raise UsageError("--global, --globals and --load are for agent documents, not chat flows")
 
     from ..flows import Flow
     from .flow_cmds import _object
@@ -58,9 +75,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
                              "URL (the workers' --state)")
         from ..durable import DurableFlow
 
-        durable = DurableFlow(Flow.load(args.flow).id, client=args.temporal, task_queue=args.task_queue,
+        durable = DurableFlow(Flow.load(args.config).id, client=args.temporal, task_queue=args.task_queue,
                               namespace=args.namespace)
-    flow = Flow.load(args.flow, state=args.state)
+    flow = Flow.load(args.config, state=args.state)
     session = args.session or f"chat-{secrets.token_hex(4)}"
     interactive = sys.stdin.isatty()
     chat = _Chat(flow, session, user, group, interactive)
@@ -86,78 +103,28 @@ def cmd_chat(args: argparse.Namespace) -> int:
         _stop_local_if_started()
 
 
-class _Chat:
+class _Chat(PromptLoop):
+    reset_help = "forget this session: the next message starts the flow again with an empty memory"
+
     def __init__(self, flow: Any, session: str, user: dict[str, Any] | None, group: dict[str, Any] | None,
                  interactive: bool):
+        super().__init__(interactive)
         self.flow = flow
         self.session = session
         self.user = user
         self.group = group
-        self.interactive = interactive
-        self.failed = False
         self.durable: Any = None  # a DurableFlow: turns run as workflows (--temporal)
 
-    def _read(self) -> str | None:
-        """The next line, None at the end of input."""
-        if not self.interactive:
-            line = sys.stdin.readline()
-            return None if line == "" else line.rstrip("\n")
-        try:
-            return input(PROMPT)
-        except EOFError:
-            write("\n")
-            return None
+    def banner(self) -> str:
+        name = self.flow.definition.name or self.flow.id
+        return f"chat with flow {name!r}, session {self.session!r}"
 
-    def loop(self, runner: Any) -> int:
-        if self.interactive:
-            import readline  # noqa: F401  (input() gets line editing and history once it is loaded)
+    def turn(self, runner: Any, text: str) -> None:
+        runner.run(self._turn(text))
 
-            name = self.flow.definition.name or self.flow.id
-            write(f"chat with flow {name!r}, session {self.session!r} (/help for commands, /quit to leave)\n",
-                  sys.stderr)
-        while True:
-            try:
-                line = self._read()
-            except KeyboardInterrupt:
-                write("\n")  # Ctrl-C at the prompt drops the line, as shells do
-                continue
-            if line is None:
-                break
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("/") and not text.startswith("//"):
-                if not self._command(runner, text):
-                    break
-                continue
-            if text.startswith("//"):
-                text = text[1:]
-            try:
-                runner.run(self._turn(text))
-            except KeyboardInterrupt:
-                write("\n[turn cancelled]\n", sys.stderr)
-            except Exception as e:  # one failed turn does not end the chat; the session is unchanged
-                self.failed = True
-                from ..errors import ChainreactError
-
-                name = "" if isinstance(e, ChainreactError) else f"{type(e).__name__}: "
-                write(f"error: {name}{e}\n", sys.stderr)
-        return EXIT_FAIL if self.failed and not self.interactive else EXIT_OK
-
-    def _command(self, runner: Any, text: str) -> bool:
-        """Run a /command; False to leave."""
-        cmd = text.split()[0].lower()
-        if cmd in ("/quit", "/exit", "/q"):
-            return False
-        if cmd == "/reset":
-            runner.run(self.flow.reset(self.session))
-            write(f"[session {self.session!r} reset: the next message starts the flow]\n", sys.stderr)
-        elif cmd == "/help":
-            write(HELP, sys.stderr)
-        else:
-            write(f"unknown command {cmd}; /help lists them (//text sends a message starting with '/')\n",
-                  sys.stderr)
-        return True
+    def reset(self, runner: Any) -> None:
+        runner.run(self.flow.reset(self.session))
+        write(f"[session {self.session!r} reset: the next message starts the flow]\n", sys.stderr)
 
     async def _turn(self, text: str) -> None:
         from .chat_render import TurnPrinter

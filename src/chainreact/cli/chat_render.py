@@ -23,6 +23,25 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
+def activity_line(ev: Any, indent: str) -> str | None:
+    """The stderr line of an agent event that is activity, not answer: a tool call `→ name(args)`, its
+    result `← name: result` (✗ for an error), a collaborator agent's start `»` and answer `«`, a retry or
+    failover; None for other events. The flow chat and the agent chat (chat_agent.py) both show these."""
+    t = ev.type
+    if t == "tool_call":
+        return f"{indent}→ {ev.call.name}({_short(ev.call.arguments)})"
+    if t == "tool_result":
+        mark = "✗" if ev.is_error else "←"
+        return f"{indent}{mark} {ev.name}: {_short(ev.content)}"
+    if t == "run_start" and len(ev.path) > 1:  # a collaborator agent starts (multiAgentCollaboration)
+        return f"{indent[2:]}» {ev.agent}: {_short(str(ev.input or ''), 120)}"
+    if t == "final" and len(ev.path) > 1:
+        return f"{indent[2:]}« {ev.agent}: {_short(ev.content, 120)}"
+    if t in ("retry", "failover"):
+        return f"{indent}! {t}: {getattr(ev, 'error', '')}"
+    return None
+
+
 class TurnPrinter:
     """Writes one turn's FlowEvents: `node: text` lines on stdout (an agent's streamed as it arrives),
     tool calls, results, warnings and the flow's end on stderr."""
@@ -92,17 +111,8 @@ class TurnPrinter:
             write(piece, self.out)
             self._shown[name] += piece
             self._open = True
-        elif t == "tool_call":
-            self._note(f"{indent}→ {ev.call.name}({_short(ev.call.arguments)})")
-        elif t == "tool_result":
-            mark = "✗" if ev.is_error else "←"
-            self._note(f"{indent}{mark} {ev.name}: {_short(ev.content)}")
-        elif t == "run_start" and len(ev.path) > 1:  # a collaborator agent starts (multiAgentCollaboration)
-            self._note(f"{indent[2:]}» {ev.agent}: {_short(str(ev.input or ''), 120)}")
-        elif t == "final" and len(ev.path) > 1:
-            self._note(f"{indent[2:]}« {ev.agent}: {_short(ev.content, 120)}")
-        elif t in ("retry", "failover"):
-            self._note(f"{indent}! {t}: {getattr(ev, 'error', '')}")
+        elif (note := activity_line(ev, indent)) is not None:
+            self._note(note)
         elif t == "error":
             self._note(f"error: {ev.error}")
 
@@ -110,4 +120,4 @@ class TurnPrinter:
         self._newline()
 
 
-__all__ = ["TurnPrinter"]
+__all__ = ["TurnPrinter", "activity_line"]

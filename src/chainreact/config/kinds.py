@@ -69,7 +69,8 @@ def detect_document_kind(data: Any, *, source: str | None = None) -> DocumentKin
 
 
 _HOW_TO_RUN: dict[str, tuple[str, str]] = {
-    "agent": ("an agent document", "run it with `chainreact run FILE PROMPT`"),
+    "agent": ("an agent document", "run it with `chainreact run FILE PROMPT`, or talk to it with "
+                                   "`chainreact chat FILE`"),
     "chain": ("a rule chain", "run it with `chainreact chain run FILE --data ...`"),
     "flow": ("a flow", "send it a message with `chainreact flow send FILE TEXT --session S`, or talk to it "
                        "with `chainreact chat FILE`"),
