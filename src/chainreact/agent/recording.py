@@ -47,6 +47,7 @@ _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{
 current_call: ContextVar[tuple[str, str] | None] = ContextVar("chainreact_recording_call", default=None)
 
 Record = dict[str, Any]
+IO_EVENT = "io"  # a record's event type in a run's log: the recording, never shown to the run's readers
 
 
 def redact(value: Any, known: Iterable[str] = ()) -> Any:
@@ -297,6 +298,6 @@ def _is_interrupt(out: ToolOutput) -> bool:
     return isinstance(out.data, ToolInterrupt)
 
 
-__all__ = ["REDACTED", "IORecorder", "Record", "agent_secrets", "client_secrets", "current_call",
+__all__ = ["IO_EVENT", "REDACTED", "IORecorder", "Record", "agent_secrets", "client_secrets", "current_call",
            "document_identity", "jsonable_input", "message_dict", "model_record", "redact", "response_dict",
            "run_record", "safe_url", "slot_record", "tool_record"]
