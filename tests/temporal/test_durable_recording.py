@@ -174,3 +174,30 @@ def test_a_step_or_a_tool_call_recorded_twice_is_one_in_the_cassette() -> None:
     [agent] = build_agents([slot, ask, ask, call, {**call, "content": "2"}], merge_top=True)
     [step] = agent["steps"]
     assert step["step"] == 1 and [t["content"] for t in step["tools"]] == ["2"]
+
+
+async def test_an_agent_run_as_a_tool_is_recorded_with_its_call(temporal_client: Any, task_queue: str,
+                                                                tmp_path: Path) -> None:
+    script = [{"tool_calls": [{"id": "c1", "name": "helper", "arguments": {"request": "sum 2 3"}}]},
+              {"text": "helper says 5"}, {"text": "it is 5"}]
+    async with await open_store(f"sqlite:///{tmp_path}/state.db") as store:
+        with FakeLLM(script) as llm:
+            url = llm.url
+
+            def outer() -> Agent:
+                helper = Agent(name="helper", instruction="Help.", url=url, model="h", key=KEY)
+                return _agent(url, tools=[helper.as_tool("helper")])
+
+            agent = outer()
+            async with durable_worker(temporal_client, task_queue, AgentHost([agent], store=store)):
+                run = await DurableAgent(agent, client=temporal_client, task_queue=task_queue).start("go")
+                assert (await run.result()).content == "it is 5"
+            llm.assert_all_consumed()
+            cassette = await export_run(store, run.run_id)
+        top, nested = cassette["agents"]
+        assert nested["agent"] == "helper" and nested["parent"] == [top["slot"], "c1"]
+        assert nested["model"] == "h" and len(nested["steps"]) == 1
+        assert top["steps"][0]["tools"][0]["content"] == "helper says 5"
+        assert KEY not in json.dumps(cassette)
+        replayed = await replay(cassette, agent=outer())
+        assert replayed.ok, replayed.report()
