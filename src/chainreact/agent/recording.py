@@ -47,6 +47,7 @@ _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{
 current_call: ContextVar[tuple[str, str] | None] = ContextVar("chainreact_recording_call", default=None)
 
 Record = dict[str, Any]
+IO_EVENT = "io"  # a record's event type in a run's log: the recording, never shown to the run's readers
 
 
 def redact(value: Any, known: Iterable[str] = ()) -> Any:
@@ -149,6 +150,49 @@ def document_identity(agent: Any) -> dict[str, Any]:
             "hash": digest}
 
 
+# The records, built here for every recorder: the in-process one below and a durable run's activities
+# (durable/recording.py), so both write the same shapes.
+
+
+def agent_secrets(agent: Any) -> list[str]:
+    """The keys an agent's document holds (its endpoint's and its failover endpoints')."""
+    cfg = getattr(agent, "config", None)
+    if cfg is None:
+        return []
+    return [k for k in (cfg.key, *(f.key for f in cfg.failover)) if k]
+
+
+def run_record(agent: Any, data: Any) -> Record:
+    """Who is recorded: the agent's document and the run's input (the first record of a run)."""
+    return {"kind": "run", "agent": getattr(agent, "name", None), "document": document_identity(agent),
+            "input": jsonable_input(data)}
+
+
+def slot_record(slot: str, agent: str, client: Any, parent: tuple[str, str] | None) -> Record:
+    """A planned agent's slot: its model (the client's first endpoint) and where it was called from."""
+    spec = (getattr(client, "endpoints", None) or [None])[0]
+    params = spec.params.model_dump(mode="json", exclude_unset=True) if spec is not None else {}
+    return {"kind": "slot", "slot": slot, "agent": agent, "parent": parent,
+            "model": getattr(spec, "model", None), "endpoint": safe_url(getattr(spec, "url", None)),
+            "params": params}
+
+
+def model_record(slot: str, step: int, request: dict[str, Any], response: ModelResponse | None = None
+                 ) -> Record:
+    rec: Record = {"kind": "model", "slot": slot, "step": step, "request": request}
+    if response is not None:
+        rec["response"] = response_dict(response)
+    return rec
+
+
+def tool_record(slot: str, step: int, call: ToolCall, out: ToolOutput) -> Record | None:
+    """A tool call and its result; None for a tool that stopped to ask (no result yet: it runs again)."""
+    if _is_interrupt(out):
+        return None
+    return {"kind": "tool", "slot": slot, "step": step, "id": call.id, "name": call.name,
+            "arguments": call.arguments, "content": out.content, "is_error": out.is_error}
+
+
 class IORecorder:
     """A plan hook recording every planned agent's model and tool calls. `sink` gets each record as it is
     made; without one they are kept until `take()`. `close()` stops recording (a leaked context sees a
@@ -172,11 +216,8 @@ class IORecorder:
 
     def note_run(self, agent: Any, data: Any) -> None:
         """Who is recorded: the agent's document and the run's input (the first record of a run)."""
-        cfg = getattr(agent, "config", None)
-        if cfg is not None:
-            self.secrets += [cfg.key, *(f.key for f in cfg.failover if f.key)]
-        self.emit({"kind": "run", "agent": getattr(agent, "name", None), "document": document_identity(agent),
-                   "input": jsonable_input(data)})
+        self.secrets += agent_secrets(agent)
+        self.emit(run_record(agent, data))
 
     def take(self) -> list[Record]:
         out, self.records[:] = list(self.records), []
@@ -196,13 +237,8 @@ class _Slot:
         self.step = 0
         self.sent: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] | None = None
-        client = plan.client
-        self.known = client_secrets(client)
-        spec = (getattr(client, "endpoints", None) or [None])[0]
-        params = spec.params.model_dump(mode="json", exclude_unset=True) if spec is not None else {}
-        rec.emit({"kind": "slot", "slot": self.id, "agent": plan.agent, "parent": current_call.get(),
-                  "model": getattr(spec, "model", None), "endpoint": safe_url(getattr(spec, "url", None)),
-                  "params": params}, self.known)
+        self.known = client_secrets(plan.client)
+        rec.emit(slot_record(self.id, plan.agent, plan.client, current_call.get()), self.known)
 
     def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
                  stream: bool) -> dict[str, Any]:
@@ -223,8 +259,7 @@ class _Slot:
         async def model(messages: list[Message], tools: list[dict[str, Any]] | None, *, stream: bool,
                         on_event: Callable[[Any], None]) -> AsyncGenerator[Any, None]:
             self.step += 1
-            rec: Record = {"kind": "model", "slot": self.id, "step": self.step,
-                           "request": self._request(messages, tools, stream)}
+            rec = model_record(self.id, self.step, self._request(messages, tools, stream))
             items = inner(messages, tools, stream=stream, on_event=on_event)
             try:
                 async for item in items:
@@ -249,10 +284,9 @@ class _Slot:
                 out: ToolOutput = await inner(call, tool, args, ctx)
             finally:
                 current_call.reset(token)
-            if not _is_interrupt(out):  # a tool that stopped to ask has no result yet (it runs again)
-                self.rec.emit({"kind": "tool", "slot": self.id, "step": self.step, "id": call.id,
-                               "name": call.name, "arguments": call.arguments, "content": out.content,
-                               "is_error": out.is_error}, self.known)
+            rec = tool_record(self.id, self.step, call, out)
+            if rec is not None:
+                self.rec.emit(rec, self.known)
             return out
 
         return call_tool
@@ -264,5 +298,6 @@ def _is_interrupt(out: ToolOutput) -> bool:
     return isinstance(out.data, ToolInterrupt)
 
 
-__all__ = ["REDACTED", "IORecorder", "Record", "current_call", "document_identity", "jsonable_input",
-           "message_dict", "redact", "response_dict", "safe_url"]
+__all__ = ["IO_EVENT", "REDACTED", "IORecorder", "Record", "agent_secrets", "client_secrets", "current_call",
+           "document_identity", "jsonable_input", "message_dict", "model_record", "redact", "response_dict",
+           "run_record", "safe_url", "slot_record", "tool_record"]

@@ -27,10 +27,11 @@ from temporalio.exceptions import ApplicationError
 
 from ..agent.inputs import build_messages, gen_messages
 from ..agent.special_tools import ToolSearchTool
-from ..types import Event
+from ..types import Event, ModelResponse
 from .codec import JSON, messages_to_list, output_to_dict
 from .hooks import HOOK_ACTIVITY, mode, run_hook
 from .hosts import AgentHost
+from .recording import IO, model_io, record_plan, recording_tool, tool_io
 from .records import durable_record
 from .worker_io import Publisher, model_call, stamp, tool_call, tool_spec, unavailable
 
@@ -67,6 +68,9 @@ class AgentActivities:
             # The conversation only: the workflow puts the instruction in front (build_messages' own rule)
             # once before_agent middleware has had its say on it (workflow.first_messages).
             messages = build_messages(data, "", plan.preset, plan.system_hook)
+        run_id = activity.info().workflow_id  # the run's id (the workflow runs this local activity)
+        if self.host.store is not None and run_id:  # the recording `runs export` reads (recording.py)
+            await record_plan(self.host.store, run_id, agent, await self.host.io_plan(name), data)
         cfg = agent.config
         return {
             "agent": name,
@@ -87,9 +91,17 @@ class AgentActivities:
 
     @activity.defn(name="chainreact.agent.model")
     async def model(self, req: JSON) -> JSON:
-        plan = await self.host.io_plan(req["agent"])
-        return await model_call(plan, req, self._log(req), stream=bool(req.get("stream")),
-                                live=bool(req.get("live")), retried_here=True)
+        name = req["agent"]
+        plan = await self.host.io_plan(name)
+        agent = self.host.agent(name)
+
+        pub = self._log(req)
+
+        def record(response: ModelResponse) -> tuple[str, JSON]:
+            return IO, model_io(agent, plan, req, response)
+
+        return await model_call(plan, req, pub, stream=bool(req.get("stream")), live=bool(req.get("live")),
+                                retried_here=True, record=record if pub.store is not None else None)
 
     @activity.defn(name="chainreact.agent.tool")
     async def tool(self, req: JSON) -> JSON:
@@ -108,7 +120,13 @@ class AgentActivities:
             d = ev.to_dict()
             return d if ev.run_id else stamp(d, req)  # a streaming tool's pieces: this run's
 
-        return output_to_dict(await tool_call(plan, tool, req, pub, entry))
+        with recording_tool(self.host.agent(req["agent"]), plan, req) as nested:
+            out = await tool_call(plan, tool, req, pub, entry)
+        if pub.store is not None:  # recorded only once the call is done: a retried attempt adds nothing
+            for r in tool_io(self.host.agent(req["agent"]), plan, req, out, nested):
+                pub.add_as(IO, r)
+            await pub.flush()
+        return output_to_dict(out)
 
     @activity.defn(name=HOOK_ACTIVITY)
     async def hook(self, req: JSON) -> JSON:

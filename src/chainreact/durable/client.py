@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..agent.recording import IO_EVENT
 from ..agent.result import RunResult
 from ..errors import ChainreactError
 from .codec import JSON, result_from_dict
@@ -233,8 +234,8 @@ async def tail_log(store: Store, log_id: str, handle: WorkflowHandle[Any, Any], 
         batch = await store.events(log_id, after=after, limit=500)
         for ev in batch:
             after = ev.id
-            if keep is not None and not keep(ev.type, ev.data):
-                continue
+            if ev.type == IO_EVENT or (keep is not None and not keep(ev.type, ev.data)):
+                continue  # an `io` event is the run's recording (durable/recording.py), not an event of it
             yield ev.data
             if ev.type in stop:
                 return

@@ -29,7 +29,7 @@ from ..agent.interrupt import ANSWER
 from ..agent.plan import RunPlan
 from ..errors import ModelError
 from ..tools.base import Tool, ToolContext, ToolOutput
-from ..types import Event, ReasoningChunk, TextChunk
+from ..types import Event, ModelResponse, ReasoningChunk, TextChunk
 from .codec import JSON, call_from_dict, client_event_to_dict, messages_from_list, response_to_dict
 
 if TYPE_CHECKING:
@@ -55,6 +55,11 @@ class Publisher:
     def add(self, d: JSON) -> None:
         if self.store is not None:
             self.pending.append((str(d[self.key]), d))
+
+    def add_as(self, type: str, data: Any) -> None:
+        """An event whose data does not name its type (an `io` record)."""
+        if self.store is not None:
+            self.pending.append((type, data))
 
     async def maybe_flush(self) -> None:
         if self.pending and time.monotonic() - self._last >= FLUSH_EVERY:
@@ -117,18 +122,22 @@ def _same(d: JSON) -> JSON:
 
 
 async def model_call(plan: RunPlan, req: JSON, log: Publisher, *, stream: bool, live: bool,
-                     retried_here: bool, entry: Callable[[JSON], JSON] = _same) -> JSON:
+                     retried_here: bool, entry: Callable[[JSON], JSON] = _same,
+                     record: Callable[[ModelResponse], tuple[str, JSON]] | None = None) -> JSON:
     """One model call through `plan.model`; with `live`, its text and reasoning deltas go to `log` as they
     come. `retried_here`: this activity's retry policy retries the call (an agent run: the worker turned
     the client's own retries off), so an attempt after the first starts with a `stream_reset` event, each
     delta says its attempt, and an error is retried when the client would retry it (with its Retry-After);
-    otherwise (a flow node: its client retried already) an error fails the call for good."""
+    otherwise (a flow node: its client retried already) an error fails the call for good. `record(response)`
+    gives an event (type, data) written with the call's last events: only an attempt that got its response
+    records it."""
     attempt = activity.info().attempt
     if live and retried_here and attempt > 1:
         # An earlier attempt may have streamed part of its text: readers drop it (docs/durable.md).
         log.add(entry(stamp({"type": STREAM_RESET, "attempt": attempt}, req)))
     side: list[Event] = []
     response: JSON | None = None
+    got: Any = None
     delivered = 0
     async with heartbeating(float(req.get("heartbeat", 10.0))):
         await log.flush()
@@ -147,6 +156,7 @@ async def model_call(plan: RunPlan, req: JSON, log: Publisher, *, stream: bool, 
                         await log.maybe_flush()
                 elif hasattr(item, "message"):
                     response = response_to_dict(item)  # type: ignore[arg-type]
+                    got = item
         except ModelError as e:
             await log.flush()
             delay = timedelta(seconds=e.retry_after) if e.retry_after and retried_here else None
@@ -154,6 +164,8 @@ async def model_call(plan: RunPlan, req: JSON, log: Publisher, *, stream: bool, 
             raise ApplicationError(str(e), type=type(e).__name__,
                                    non_retryable=not (retried_here and _retryable(e, delivered)),
                                    next_retry_delay=delay) from None
+        if record is not None and isinstance(got, ModelResponse):
+            log.add_as(*record(got))
         await log.flush()
     if response is None:
         raise ApplicationError("the model call ended without a response", type="ModelError",

@@ -61,15 +61,20 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
             messages = [*prev[: int(req.get("keep") or 0)], *(req.get("messages") or [])]
             tools = req.get("tools", tools)
             sent[sid] = (messages, tools)
-            step: dict[str, Any] = {"step": len(agent["steps"]) + 1,
-                                    "request": {"messages": messages, "tools": tools,
-                                                "stream": bool(req.get("stream"))}}
+            # A step recorded twice (a durable run's model activity whose first success was not
+            # acknowledged, so it ran again) is the later recording, in its place.
+            again = step_of.get((sid, int(r.get("step") or 0)))
+            step: dict[str, Any] = again if again is not None else {"step": len(agent["steps"]) + 1}
+            step.pop("error", None)
+            step.pop("response", None)
+            step["request"] = {"messages": messages, "tools": tools, "stream": bool(req.get("stream"))}
             if "response" in r:
                 step["response"] = r["response"]
             else:
                 step["error"] = r.get("error") or {"type": "Error", "message": "no response recorded"}
             step["tools"] = []
-            agent["steps"].append(step)
+            if again is None:
+                agent["steps"].append(step)
             step_of[(sid, int(r.get("step") or 0))] = step
         elif kind == "tool":
             sid = str(r.get("slot"))
@@ -77,8 +82,11 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
             if target is None and sid in by_id and by_id[sid]["steps"]:
                 target = by_id[sid]["steps"][-1]  # a resumed run's first tools: the step that asked for them
             if target is not None:
-                target["tools"].append({k: r.get(k) for k in ("id", "name", "arguments", "content",
-                                                                 "is_error")})
+                call = {k: r.get(k) for k in ("id", "name", "arguments", "content", "is_error")}
+                # One call recorded twice (a retried durable tool activity whose success was not
+                # acknowledged): the later recording. Same id, name and arguments: the same call.
+                target["tools"] = [*(t for t in target["tools"] if (t["id"], t["name"], t["arguments"]) !=
+                                     (call["id"], call["name"], call["arguments"])), call]
     return agents
 
 

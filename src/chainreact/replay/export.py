@@ -1,8 +1,9 @@
 """`chainreact runs export`: a run kept in the state store, as a cassette (cassette.py).
 
 A run's recording (agent/recording.py: its model requests and responses and its tool calls) is in its last
-snapshot's `extra.io` (agent runs, the server's chain runs) or its `io` events (flow turns, eval cases);
-its checkpoint (or its final event) holds the answer. Keys were redacted when the records were made; the
+snapshot's `extra.io` (agent runs, the server's chain runs) or its `io` events (flow turns, eval cases,
+durable agent runs); its checkpoint (a durable run's record's `result`, or its final event) holds the
+answer. Keys were redacted when the records were made; the
 export redacts once more what the exporting process knows to be secret (the values of environment
 variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, and `redact=` values).
 """
@@ -64,7 +65,8 @@ async def export_run(store: Store, run_id: str, *, turn: int | None = None,
     else:
         raise StateError(f"run {run_id!r} has no recording of its model calls in {store.url.masked}: "
                          "recorded are runs with a store (`chainreact run --state`), `chainreact eval "
-                         "--state`, the server's runs and chats with a store, and flow turns")
+                         "--state`, the server's runs and chats with a store, flow turns, and durable "
+                         "agent runs of workers with a store (`chainreact worker --state`)")
     cassette = {"chainreact_cassette": FORMAT, **cassette, "exported_at": time.time()}
     return dict(redact(cassette, [*env_secrets(), *redact_values]))
 
@@ -76,6 +78,9 @@ def _agent_cassette(run_id: str, rec: Any, records: list[dict[str, Any]],
     snap = rec.snapshot if isinstance(rec.snapshot, dict) else {}
     extra = snap.get("extra") or {}
     answer, stop, error = extra.get("content"), extra.get("stop_reason"), extra.get("error")
+    ended = snap.get("result")
+    if answer is None and isinstance(ended, dict):  # a durable run's record (durable/records.py): its end
+        answer, stop = ended.get("content"), ended.get("stop_reason")
     if answer is None:  # a run of the server's that logged its events: the final one has the answer
         final = next((e.data for e in reversed(events) if e.type == "final" and isinstance(e.data, dict)),
                      None)

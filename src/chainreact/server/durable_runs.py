@@ -9,6 +9,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..agent.recording import IO_EVENT
 from ..types import Cancelled, Event, Final, Interrupted
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class DurableAgentRun:
                 batch = await store.events(self.run_id, after=after, limit=500)
                 for rec in batch:
                     after = rec.id
+                    if rec.type == IO_EVENT:  # the run's recording (`runs export`), not an event of it
+                        continue
                     data = replay.filter(rec.type, rec.data) if isinstance(rec.data, dict) else None
                     ev = event_from_dict(data) if data is not None else None  # typed, for chat
                     if ev is not None:

@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..agent.recording import IO_EVENT
 from ..types import Event
 from .run_events import EventWriter, fan_out_event
 
@@ -445,7 +446,8 @@ class RunRegistry:
             batch = await self.db.events(run_id, after=after, limit=500)
             for ev in batch:
                 after = ev.id
-                yield ev
+                if ev.type != IO_EVENT:  # a durable run's recording (`runs export`), not an event of it
+                    yield ev
             if batch:
                 continue
             if wake is not None:
