@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..agent.recording import IO_EVENT
 from ..types import Event
 from .run_events import EventWriter, fan_out_event
+from .run_handle import RunHandle
 
 if TYPE_CHECKING:
     from ..agent import Agent, Checkpoint, RunOptions, RunResult
@@ -51,20 +52,6 @@ SHUTDOWN_CANCEL_WAIT = 10.0  # seconds a cancelled run gets, after the grace per
 
 
 SaveEnd = Callable[[Any, "BaseException | None"], Awaitable[None]]  # (result, error) -> saved
-
-
-class RunHandle(Protocol):
-    """A run the registry drives: an AgentRun, ChainRun, FlowRun or DurableAgentRun (ChainEvents have an
-    Event's `type`, `run_id`, `to_dict()`). AgentRun's `forward` and ChainRun's `io` are looked up."""
-
-    @property
-    def run_id(self) -> str: ...
-
-    def __aiter__(self) -> AsyncIterator[Event]: ...
-
-    async def result(self) -> RunResult | ChainResult: ...
-
-    def cancel(self, mode: str = "immediate", *, timeout: float | None = None) -> object: ...
 
 
 def agent_session(target: str, key: str | None) -> str | None:
