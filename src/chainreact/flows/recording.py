@@ -32,8 +32,7 @@ class TurnRecording:
         self.store = store
         self.reads = ReadRecorder(store)
         self.recorder = IORecorder()
-        self.input = {"session": session, "text": text, "user": dict(user) if user else None,
-                      "group": dict(group) if group else None}
+        self.input = turn_input(session, text, user, group)
         self.messages: list[dict[str, Any]] = []
         self.output: Any = None
         self._token: Token[tuple[PlanHook, ...]] | None = None
@@ -48,13 +47,8 @@ class TurnRecording:
             self.output = ev.data.get("output")
 
     async def finish(self, key: str, end: FlowEvent) -> None:
-        source = getattr(self.flow, "source", None)
-        identity = document_identity(_Doc(self.flow.id, source))
-        turn = {"kind": "turn", "flow": self.flow.id, "document": identity, "input": self.input,
-                "reads": self.reads.reads, "turn": {"messages": self.messages, "output": self.output,
-                                                    "node": end.data.get("current"),
-                                                    "ended": end.data.get("ended")}}
-        self.recorder.emit(turn)
+        self.recorder.emit(turn_record(self.flow, self.input, self.reads.reads, self.messages, self.output,
+                                       end.data))
         self.recorder.close()
         await self.store.append_events(key, [("io", r) for r in self.recorder.take()])
 
@@ -68,6 +62,22 @@ class TurnRecording:
             self._token = None
 
 
+def turn_input(session: str, text: str, user: Any, group: Any) -> dict[str, Any]:
+    """A turn's input as its `turn` record holds it."""
+    return {"session": session, "text": text, "user": dict(user) if user else None,
+            "group": dict(group) if group else None}
+
+
+def turn_record(flow: Any, inp: dict[str, Any], reads: list[dict[str, Any]], messages: list[dict[str, Any]],
+                output: Any, end: dict[str, Any]) -> dict[str, Any]:
+    """The last record of a turn (turn_input, the reads, its messages `{"node", "content"}`, the last
+    output, the `turn_end` event's data): in process here, in a durable turn by its save activity."""
+    identity = document_identity(_Doc(flow.id, getattr(flow, "source", None)))
+    return {"kind": "turn", "flow": flow.id, "document": identity, "input": inp, "reads": reads,
+            "turn": {"messages": messages, "output": output, "node": end.get("current"),
+                     "ended": end.get("ended")}}
+
+
 class _Doc:
     """A flow document as document_identity reads an agent: an id and a file."""
 
@@ -77,4 +87,4 @@ class _Doc:
         self.config = None
 
 
-__all__ = ["TurnRecording"]
+__all__ = ["TurnRecording", "turn_input", "turn_record"]
