@@ -44,6 +44,8 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
         kind = r.get("kind")
         if kind == "slot":
             sid = str(r["slot"])
+            if sid in by_id:
+                continue  # announced again (a durable flow node's model activity that ran again)
             top = next((a for a in agents if a["parent"] is None and a["agent"] == r.get("agent")), None) \
                 if merge_top and r.get("parent") is None else None
             if top is None:

@@ -28,7 +28,12 @@ if TYPE_CHECKING:
 def flow_cassette(run_id: str, records: list[dict[str, Any]], turn: int | None) -> dict[str, Any]:
     """The cassette of turn `turn` (from 1; default: the last) of a flow session's recorded turns."""
     turns: list[list[dict[str, Any]]] = [[]]
+    last: Any = None
     for r in records:
+        if r.get("kind") == "turn":
+            if r.get("turn_id") is not None and r.get("turn_id") == last:
+                continue  # a durable turn's save activity ran again: its turn is recorded already
+            last = r.get("turn_id")
         turns[-1].append(r)
         if r.get("kind") == "turn":
             turns.append([])
@@ -38,13 +43,19 @@ def flow_cassette(run_id: str, records: list[dict[str, Any]], turn: int | None) 
     n = len(turns) if turn is None else turn
     if not 1 <= n <= len(turns):
         raise StateError(f"flow session {run_id!r}: no turn {n} (it has {len(turns)} recorded turn(s))")
-    records = turns[n - 1]
-    head = records[-1]
+    head = turns[n - 1][-1]
+    # A durable turn's records are tagged with its id: those of a turn that failed before its end are not
+    # this turn's. Its reads come in parts, one per activity that read (the later of a retried one's).
+    records = [r for r in turns[n - 1][:-1] if r.get("turn_id") == head.get("turn_id")]
+    parts: dict[Any, list[Any]] = {}
+    for r in records:
+        if r.get("kind") == "reads":
+            parts[r.get("activity")] = list(r.get("reads") or [])
+    reads = [*(x for part in parts.values() for x in part), *(head.get("reads") or [])]
     return {"kind": "flow", "run_id": run_id, "turn_number": n, "flow": head.get("flow"),
-            "document": head.get("document") or {}, "input": head.get("input"),
-            "reads": head.get("reads") or [],
+            "document": head.get("document") or {}, "input": head.get("input"), "reads": reads,
             "turn": head.get("turn"), "answer": _answer(head.get("turn")),
-            "agents": build_agents(records[:-1], merge_top=False)}
+            "agents": build_agents(records, merge_top=False)}
 
 
 def _answer(turn: Any) -> str | None:
