@@ -8,6 +8,9 @@
     chainreact.flow.save     the session saved with the version it was read at, then the turn's last events
     chainreact.flow.publish  events into the log (a failed turn's `error`)
 
+The turn's recording (its reads, its agents' model and tool calls, its `turn` record) goes to the
+session's log as in process (flow_recording.py).
+
 A `FlowHost` (hosts.py) holds the worker's flows by id. Flows need a state store (sessions, memory); the
 worker's store (`chainreact worker --state URL`) is given to every flow, else each flow opens its own (the
 document's `state`, `$CHAINREACT_STATE`). The turn's events go to the same store's event log, under the
@@ -24,6 +27,7 @@ from temporalio.exceptions import ApplicationError
 from ..flows.engine import Flow
 from ..flows.model import RuleChainNode
 from .codec import JSON
+from .flow_recording import record_turn, recording_reads
 from .hosts import FlowHost
 from .worker_io import Publisher, heartbeating
 
@@ -59,7 +63,8 @@ class FlowActivities:
     @activity.defn(name="chainreact.flow.load")
     async def load(self, req: JSON) -> JSON:
         flow = self.host.flow(req["flow"])
-        rec = await (await flow.store()).get_run(flow.session_key(req["session"]))
+        async with recording_reads(flow, await flow.store(), req) as store:
+            rec = await store.get_run(flow.session_key(req["session"]))
         return {"document": flow.definition.model_dump(mode="json", by_alias=True),
                 "snapshot": rec.snapshot if rec is not None and isinstance(rec.snapshot, dict) else None,
                 "version": rec.version if rec is not None else 0}
@@ -75,7 +80,8 @@ class FlowActivities:
         await log.flush()
         async with heartbeating(float(req.get("heartbeat", 10.0))):  # a long chain is not a lost worker
             try:
-                output = await flow.run_chain(node, dict(req["env"]))
+                async with recording_reads(flow, await flow.store(), req):  # its agent nodes' calls
+                    output = await flow.run_chain(node, dict(req["env"]))
             except Exception as e:
                 raise turn_failure(e) from None
         return {"output": output}
@@ -99,6 +105,7 @@ class FlowActivities:
                 raise ApplicationError(f"session {req['session']!r} of flow {flow.id!r} was moved by another "
                                        f"turn meanwhile: {e}", type="RunConflictError",
                                        non_retryable=True) from None
+        await record_turn(flow, store, req)
         log = await self._log(flow, req)
         await log.flush()
 

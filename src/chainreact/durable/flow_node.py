@@ -75,6 +75,7 @@ class ActivityNodeIO(NodeRun):
         self.resume_from: Resume | None = None  # the claimed run the next run() goes on with
         self.claimed: tuple[str, int] | None = None  # its run id and the version saved by the claim
         self.done: JSON | None = None  # the resumed run, ended: marked done in the store (as in process)
+        self.slotted: set[str] = set()  # the runs whose slot this turn recorded (flow_recording.py)
 
     def _req(self, **kw: Any) -> JSON:
         plain = {k: v for k, v in self.env.items() if not callable(v)}  # `now` is the workflow's clock
@@ -108,7 +109,7 @@ class ActivityNodeIO(NodeRun):
         io = ActivityIO(model_activity="chainreact.flow.node.model",
                         tool_activity="chainreact.flow.node.tool", base=self._base, opts=self.wf.opts,
                         model_options=tool_activity_options(None, self.wf.opts),
-                        model_fields={"stream": self.agent_events}, tool_fields=self._tool_fields,
+                        model_fields=self._model_fields, tool_fields=self._tool_fields,
                         on_tool=self._counted)
         return RunPlan(
             agent=start["agent"], instruction=start["system"], model=io.model, call_tool=io.call_tool,
@@ -117,6 +118,13 @@ class ActivityNodeIO(NodeRun):
             middleware=MiddlewareChain([self.budget]),  # before_model: tools off once the budget is spent
             limits=Limits(**start["limits"]), detection=Detection(DRAIN),
             keep_think=bool(start.get("keep_think")), checkpoint=self._checkpoint)
+
+    def _model_fields(self) -> JSON:
+        """`slot`: the run's first model call in this turn, whose activity records the run's slot."""
+        run_id = self.loop.run_id if self.loop is not None else ""
+        first = run_id not in self.slotted
+        self.slotted.add(run_id)
+        return {"stream": self.agent_events, "slot": first}
 
     def _tool_fields(self) -> JSON:
         return {"tools_used": self.budget.used, "agent_events": self.agent_events}

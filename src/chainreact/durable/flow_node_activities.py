@@ -12,7 +12,8 @@
     chainreact.flow.node.finish   node_steps.remember (the conversation memory appended, long-term
                                   memories written), a resumed run marked done
 
-The model and tool calls are the agent activities' own (worker_io), with the turn's log. The node's agent
+The model and tool calls are the agent activities' own (worker_io), with the turn's log; they and the
+node's reads are recorded in the session's log (flow_recording.py). The node's agent
 is made in the worker as in process (flows.agent_node.build_agent), once per flow, node and turn inputs
 (a small LRU cache): a collaborator's prompts depend on the turn's names. The tool budget's count lives
 in the workflow and travels with each tool call.
@@ -31,10 +32,12 @@ from ..flows.engine import Flow
 from ..flows.model import AIAgentNode
 from ..flows.node_steps import prepare, remember
 from ..flows.prompts import system_message
-from ..types import Event
+from ..types import Event, ModelResponse
 from .codec import JSON, call_to_dict, messages_from_list, messages_to_list, output_to_dict
 from .flow_activities import turn_failure, turn_log
+from .flow_recording import TurnTape, recording_reads
 from .hosts import FlowHost
+from .recording import model_io, recording_tool, slot_io, tool_io
 from .worker_io import Publisher, heartbeating, model_call, tool_call, tool_spec, unavailable
 
 if TYPE_CHECKING:
@@ -82,11 +85,13 @@ class NodeActivities:
                     "return_directly": sorted(plan.return_directly), "keep_think": plan.keep_think,
                     "limits": dataclasses.asdict(plan.limits)}
                 resume = req.get("resume")
-                if resume is None:
-                    start = await prepare(node, env, store, flow.session_key(req["session"]), flow.base_dir)
-                    return {**out, "system": start.system, "user_text": start.user_text, "key": start.key,
-                            "history": messages_to_list(start.history), "memories": start.memories}
-                return {**out, "system": system_message(node, env), **await self._claim(store, resume)}
+                async with recording_reads(flow, store, req) as reads:  # what the turn read, as in process
+                    if resume is None:
+                        key = flow.session_key(req["session"])
+                        start = await prepare(node, env, reads, key, flow.base_dir)
+                        return {**out, "system": start.system, "user_text": start.user_text, "key": start.key,
+                                "history": messages_to_list(start.history), "memories": start.memories}
+                    return {**out, "system": system_message(node, env), **await self._claim(reads, resume)}
             except ApplicationError:
                 raise
             except Exception as e:
@@ -117,13 +122,21 @@ class NodeActivities:
         flow, node = self._node(req)
         io = await self.agents.get(flow, node, req.get("env"))
         live = bool(req.get("stream"))
+        tape = TurnTape(flow, await flow.store(), req)
 
         def entry(d: JSON) -> JSON:
             return flow_event_dict(node.name, d)
 
+        def record(response: ModelResponse) -> None:  # the attempt that got its response (flow_recording)
+            if req.get("slot"):
+                tape.add(slot_io(io.agent, io.plan, req["run_id"]))
+            tape.add(model_io(io.agent, io.plan, req, response))
+
         # The node's client retried already (its llmConfig): an error fails the turn, as in process.
-        return await model_call(io.plan, req, await self._log(flow, req), stream=live, live=live,
-                                retried_here=False, entry=entry)
+        out = await model_call(io.plan, req, await self._log(flow, req), stream=live, live=live,
+                               retried_here=False, entry=entry, record=record)
+        await tape.write()
+        return out
 
     @activity.defn(name="chainreact.flow.node.tool")
     async def tool(self, req: JSON) -> JSON:
@@ -142,7 +155,11 @@ class NodeActivities:
             return fe.to_dict() if fe is not None else None
 
         io.budget.used = int(req.get("tools_used") or 0)  # the run's count, kept by the workflow
-        out = await tool_call(io.plan, tool, req, log, entry)
+        with recording_tool(io.agent, io.plan, req) as nested:  # a collaborator's calls, as in process
+            out = await tool_call(io.plan, tool, req, log, entry)
+        tape = TurnTape(flow, await flow.store(), req)
+        tape.add(*tool_io(io.agent, io.plan, req, out, nested))  # once the call is done
+        await tape.write()
         return {**output_to_dict(out), "tools_used": io.budget.used}
 
     @activity.defn(name="chainreact.flow.node.suspend")
@@ -176,9 +193,10 @@ class NodeActivities:
         async with heartbeating(float(req.get("heartbeat", 10.0))):
             await log.flush()
             try:
-                written = await remember(node, dict(req["env"]), store, flow.base_dir, key=req["key"],
-                                         user_text=req["user_text"], content=req["content"],
-                                         text=req.get("text"), memories=list(req.get("memories") or []))
+                async with recording_reads(flow, store, req) as reads:  # the memory extractor's calls too
+                    written = await remember(node, dict(req["env"]), reads, flow.base_dir, key=req["key"],
+                                             user_text=req["user_text"], content=req["content"],
+                                             text=req.get("text"), memories=list(req.get("memories") or []))
                 done = req.get("done")
                 if done is not None:
                     snap = RunSnapshot(done["run_id"], "done", int(done["steps"]),

@@ -29,6 +29,7 @@ from ..flows.node_steps import node_turn
 from ..flows.routing import Session, route, turn_env
 from .codec import JSON
 from .failures import root
+from .flow_recording import turn_fields
 from .options import DurableOptions, plain_activity_options, tool_activity_options
 
 WORKFLOW = "chainreact.flow.turn"
@@ -98,7 +99,7 @@ class FlowTurnWorkflow:
         flow_id, session = req["flow"], req["session"]
         try:
             loaded = await workflow.execute_activity(
-                "chainreact.flow.load", {"flow": flow_id, "session": session},
+                "chainreact.flow.load", {"flow": flow_id, "session": session, "log": self.log},
                 **plain_activity_options(self.opts.plan_timeout, self.opts))
         except ActivityError as e:
             self.status = "failed"
@@ -120,7 +121,8 @@ class FlowTurnWorkflow:
             await workflow.execute_activity(
                 "chainreact.flow.save",
                 {**self.base(end), "snapshot": state.to_snapshot(), "version": loaded["version"],
-                 "status": "done" if state.ended else "interrupted"},
+                 "status": "done" if state.ended else "interrupted",
+                 "recording": turn_fields(req, self.messages, self.output, end)},
                 **plain_activity_options(60.0, self.opts))
         except Exception as e:  # a node's error (ActivityError) or the routing's (FlowError, an expression)
             message, kind = _failure(e)

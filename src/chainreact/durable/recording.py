@@ -63,9 +63,13 @@ async def record_plan(store: Store, run_id: str, agent: Any, plan: RunPlan, data
     head = await store.events(run_id, after=0, limit=HEAD)
     if any(e.type == IO and isinstance(e.data, dict) and e.data.get("kind") == "run" for e in head):
         return
-    known = _known(agent, plan)
-    records = [run_record(agent, data), slot_record(slot_id(run_id), plan.agent, plan.client, None)]
-    await store.append_events(run_id, [(IO, redact(r, known)) for r in records])
+    await store.append_events(run_id, [(IO, redact(run_record(agent, data), _known(agent, plan))),
+                                       (IO, slot_io(agent, plan, run_id))])
+
+
+def slot_io(agent: Any, plan: RunPlan, run_id: str) -> Record:
+    """The run's slot: a top-level agent, its model (a durable agent run's, a durable flow node's run)."""
+    return dict(redact(slot_record(slot_id(run_id), plan.agent, plan.client, None), _known(agent, plan)))
 
 
 def model_io(agent: Any, plan: RunPlan, req: JSON, response: ModelResponse) -> Record:
@@ -98,4 +102,4 @@ def tool_io(agent: Any, plan: RunPlan, req: JSON, out: ToolOutput, nested: IORec
     return [*nested.take(), dict(redact(own, _known(agent, plan)))]
 
 
-__all__ = ["IO", "model_io", "record_plan", "recording_tool", "slot_id", "tool_io"]
+__all__ = ["IO", "model_io", "record_plan", "recording_tool", "slot_id", "slot_io", "tool_io"]

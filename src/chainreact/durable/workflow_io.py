@@ -65,11 +65,13 @@ class ActivityIO:
     """A run's model and tool calls as activities (module doc).
 
     `base()` gives the fields every activity of the run gets (ids, step, path, heartbeat, events waiting
-    to be published); `model_fields` are added to each model call's request, `tool_fields()` to each tool
-    call's; `on_tool` sees each tool activity's result (a flow node's tool budget comes back in it)."""
+    to be published); `model_fields` (a dict, or a function giving one) are added to each model call's
+    request, `tool_fields()` to each tool call's; `on_tool` sees each tool activity's result (a flow node's
+    tool budget comes back in it)."""
 
     def __init__(self, *, model_activity: str, tool_activity: str, base: Callable[[], JSON],
-                 opts: DurableOptions, model_options: dict[str, Any], model_fields: JSON | None = None,
+                 opts: DurableOptions, model_options: dict[str, Any],
+                 model_fields: JSON | Callable[[], JSON] | None = None,
                  tool_fields: Callable[[], JSON] | None = None,
                  on_tool: Callable[[JSON], None] | None = None):
         self.model_activity = model_activity
@@ -77,7 +79,7 @@ class ActivityIO:
         self.base = base
         self.opts = opts
         self.model_options = model_options
-        self.model_fields = dict(model_fields or {})
+        self.model_fields = model_fields if callable(model_fields) else dict(model_fields or {})
         self.tool_fields = tool_fields
         self.on_tool = on_tool
 
@@ -85,7 +87,8 @@ class ActivityIO:
                     on_event: Callable[[Any], None]) -> AsyncGenerator[StreamItem, None]:
         """RunPlan.model: the whole response in one item (the loop decides on it whole: `drain` detection;
         the activity streamed the deltas to the log)."""
-        req = {**self.base(), "messages": messages_to_list(messages), "tools": tools, **self.model_fields}
+        fields = self.model_fields() if callable(self.model_fields) else self.model_fields
+        req = {**self.base(), "messages": messages_to_list(messages), "tools": tools, **fields}
         try:
             res = await workflow.execute_activity(self.model_activity, req, **self.model_options)
         except ActivityError as e:  # the cause's message, without Temporal's wrapper chain

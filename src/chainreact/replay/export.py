@@ -2,10 +2,10 @@
 
 A run's recording (agent/recording.py: its model requests and responses and its tool calls) is in its last
 snapshot's `extra.io` (agent runs, the server's chain runs) or its `io` events (flow turns, eval cases,
-durable agent runs); its checkpoint (a durable run's record's `result`, or its final event) holds the
-answer. Keys were redacted when the records were made; the
-export redacts once more what the exporting process knows to be secret (the values of environment
-variables named like *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, and `redact=` values).
+durable agent runs and flow turns); its checkpoint (a durable run's record's `result`, or its final
+event) holds the answer. Keys were redacted when the records were made; the export redacts once more what
+the exporting process knows to be secret (the values of environment variables named like *KEY*, *TOKEN*,
+*SECRET*, *PASSWORD*, and `redact=` values).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ async def export_run(store: Store, run_id: str, *, turn: int | None = None,
         raise StateError(f"run {run_id!r} has no recording of its model calls in {store.url.masked}: "
                          "recorded are runs with a store (`chainreact run --state`), `chainreact eval "
                          "--state`, the server's runs and chats with a store, flow turns, and durable "
-                         "agent runs of workers with a store (`chainreact worker --state`)")
+                         "agent runs and flow turns of workers with a store (`chainreact worker --state`)")
     cassette = {"chainreact_cassette": FORMAT, **cassette, "exported_at": time.time()}
     return dict(redact(cassette, [*env_secrets(), *redact_values]))
 
