@@ -1,6 +1,6 @@
 """Durable flow turns recorded for replay: a worker's activities append the turn's `io` records (its store
-reads, its agent node's model and tool calls, the `turn` record) to the session's log, as an in-process
-turn does; `export_run` on the session key makes the same cassette of the turn as of the same turn in
+reads, its agent node's model and tool calls) to the turn's log and, once the session is saved, copies
+them with the `turn` record to the session's log, where an in-process turn writes its records; `export_run` on the session key makes the same cassette of the turn as of the same turn in
 process, keys redacted, and it replays offline (`chainreact replay`). A model activity that ran again
 leaves one step; the turn's event stream never shows the records."""
 
@@ -94,7 +94,8 @@ async def test_a_durable_turn_exports_the_cassette_of_an_in_process_turn_and_rep
     assert all(d.get("event") and "kind" not in d for t in shown for d in t)
     assert [d["event"] for d in shown[1]] == ["node", "tool_call", "tool_result", "output", "message",
                                               "turn_end"]
-    assert "io" not in turn_log and "io" not in streamed and streamed[-1] == "turn_end"
+    # The records are in the turn's log too (its activities wrote them there), never shown from it.
+    assert "io" in turn_log and "io" not in streamed and streamed[-1] == "turn_end"
     assert KEY not in json.dumps(logged) and KEY not in json.dumps(cassette)
     # Turn 2's records: the session read (load), the memory read (node start), the node's calls, the turn.
     assert [r["kind"] for r in logged if r.get("turn_id") == turn.turn_id] == \
@@ -175,10 +176,14 @@ def test_a_turn_takes_its_own_records_and_a_save_run_again_is_one_turn() -> None
                 "turn": {"messages": [{"node": "clerk", "content": tid}]}}
 
     reads = {"kind": "reads", "turn_id": "t2", "reads": [{"op": "get_run", "args": [], "result": None}]}
-    records = [slot("t1", "a"), model("t1", "a", "lost"),  # a turn that failed half way: no turn record
+    records = [slot("t1", "a"), model("t1", "a", "lost"),  # not this turn's
                {**reads, "activity": "1"}, {**reads, "activity": "1"},  # its load activity ran again
-               slot("t2", "b"), model("t2", "b", "kept"), turn("t2"), turn("t2")]  # its save ran again
-    c = flow_cassette("flow:shop:s1", records, None)
+               slot("t2", "b"), model("t2", "b", "kept"), turn("t2"),
+               slot("t2", "b"), model("t2", "b", "again"), turn("t2"),  # its save ran again
+               turn("t3")]
+    c = flow_cassette("flow:shop:s1", records, 1)
     assert c["turn_number"] == 1 and c["answer"] == "t2" and len(c["reads"]) == 1
     [agent] = c["agents"]
     assert agent["slot"] == "b" and [s["response"]["message"]["content"] for s in agent["steps"]] == ["kept"]
+    last = flow_cassette("flow:shop:s1", records, None)
+    assert last["turn_number"] == 2 and last["answer"] == "t3" and last["agents"] == []

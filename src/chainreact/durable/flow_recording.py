@@ -1,8 +1,11 @@
 """Recording a durable flow turn for `chainreact runs export` (flows/recording.py's records).
 
 In process, a turn writes its records to the session's log (`flow:<flow id>:<session>`) in one write at
-its end. A durable turn's workflow writes nothing: its activities append the records to the same log as
-`io` events, as they are made (a flow whose `record` is off records nothing):
+its end. A durable turn's workflow writes nothing: its activities append the records to the turn's own log
+(its events' log, whose readers skip `io` events: durable.client.tail_log) as they are made, and the save
+activity, once the session is saved, copies them to the session's log followed by the `turn` record: one
+write per turn there, as in process, and a turn that fails leaves nothing there (nor a session record,
+which a first append would make). A flow whose `record` is off records nothing.
 
     chainreact.flow.load        {"kind": "reads", ...}   the session read (get_run)
     chainreact.flow.node.start  {"kind": "reads", ...}   the memory window, its summary's model call, the
@@ -12,13 +15,13 @@ its end. A durable turn's workflow writes nothing: its activities append the rec
     chainreact.flow.node.tool   {"kind": "tool"}, a collaborator's records with it; once the call is done
     chainreact.flow.chain       a rule chain's agent nodes
     chainreact.flow.node.finish {"kind": "reads"} and the memory extractor's records
-    chainreact.flow.save        {"kind": "turn", ...}    once the session is saved: the turn's input,
+    chainreact.flow.save        the records copied, then {"kind": "turn", ...}: the turn's input,
                                                           messages, output, next node and end
 
-Every record carries the turn's id (`turn_id`, its workflow run's log): replay/flows.py's flow_cassette
-takes a turn's records by it (a turn that failed half way leaves records no turn claims) and its reads
-from the `reads` parts (one per activity; a retried activity's later part). A node run's slot id is derived
-from its run id (durable/recording.py), so every worker and attempt names it alike.
+Every record carries the turn's id (`turn_id`, its log's id): replay/flows.py's flow_cassette skips what a
+save run again copied again, and takes the turn's reads from the `reads` parts (one per activity; a
+retried activity's later part). A node run's slot id is derived from its run id (durable/recording.py), so
+every worker and attempt names it alike.
 """
 
 from __future__ import annotations
@@ -40,13 +43,12 @@ if TYPE_CHECKING:
 
 
 class TurnTape:
-    """The records one activity of a durable turn adds to its session's log, tagged with the turn's id."""
+    """The records one activity of a durable turn adds to the turn's log, tagged with the turn's id."""
 
     def __init__(self, flow: Flow, store: Store, req: JSON):
         self.on = bool(flow.record)
         self.store = store
-        self.key = flow.session_key(req["session"])
-        self.turn_id = req["log"]
+        self.key = self.turn_id = req["log"]
         self.records: list[Record] = []
 
     def add(self, *records: Record) -> None:
@@ -63,8 +65,8 @@ class TurnTape:
 @contextlib.asynccontextmanager
 async def recording_reads(flow: Flow, store: Store, req: JSON) -> AsyncIterator[Store]:
     """Around an activity's work: the store to read through (its reads recorded) with every agent planned
-    meanwhile recorded (a memory summary's model call, a rule chain's agent nodes). Written to the
-    session's log once the work is done; a failed attempt writes nothing."""
+    meanwhile recorded (a memory summary's model call, a rule chain's agent nodes). Written to the turn's
+    log once the work is done; a failed attempt writes nothing."""
     if not flow.record:
         yield store
         return
@@ -91,16 +93,24 @@ def turn_fields(req: JSON, messages: list[JSON], output: Any, end: JSON) -> JSON
 
 
 async def record_turn(flow: Flow, store: Store, req: JSON) -> None:
-    """The turn's last record, `turn` (flows/recording.py's), once its session is saved."""
+    """Once the session is saved: the turn's records from its log, then its `turn` record
+    (flows/recording.py's), into the session's log in one write."""
     from ..flows.recording import turn_input, turn_record
 
     t = req.get("recording")
-    if not isinstance(t, dict):
-        return  # a turn started by an older workflow
+    if not flow.record or not isinstance(t, dict):  # (no `recording`: a turn started by an older workflow)
+        return
+    records: list[Any] = []
+    after = 0
+    while batch := await store.events(req["log"], after=after, limit=1000):
+        records += [e.data for e in batch if e.type == IO_EVENT and isinstance(e.data, dict)]
+        after = batch[-1].id
+    turn = turn_record(flow, turn_input(req["session"], t["text"], t.get("user"), t.get("group")), [],
+                       list(t.get("messages") or []), t.get("output"), dict(t.get("end") or {}))
     tape = TurnTape(flow, store, req)
-    tape.add(turn_record(flow, turn_input(req["session"], t["text"], t.get("user"), t.get("group")), [],
-                         list(t.get("messages") or []), t.get("output"), dict(t.get("end") or {})))
-    await tape.write()
+    tape.add(turn)
+    records += tape.records
+    await store.append_events(flow.session_key(req["session"]), [(IO_EVENT, r) for r in records])
 
 
 __all__ = ["TurnTape", "record_turn", "recording_reads", "turn_fields"]

@@ -28,14 +28,13 @@ if TYPE_CHECKING:
 def flow_cassette(run_id: str, records: list[dict[str, Any]], turn: int | None) -> dict[str, Any]:
     """The cassette of turn `turn` (from 1; default: the last) of a flow session's recorded turns."""
     turns: list[list[dict[str, Any]]] = [[]]
-    last: Any = None
+    done: set[Any] = set()  # the durable turns recorded (records tagged with the turn's id)
     for r in records:
-        if r.get("kind") == "turn":
-            if r.get("turn_id") is not None and r.get("turn_id") == last:
-                continue  # a durable turn's save activity ran again: its turn is recorded already
-            last = r.get("turn_id")
+        if r.get("turn_id") is not None and r["turn_id"] in done:
+            continue  # a durable turn's save activity that ran again copied its records again
         turns[-1].append(r)
         if r.get("kind") == "turn":
+            done.add(r.get("turn_id"))
             turns.append([])
     turns = [t for t in turns if t and t[-1].get("kind") == "turn"]
     if not turns:
@@ -44,8 +43,8 @@ def flow_cassette(run_id: str, records: list[dict[str, Any]], turn: int | None) 
     if not 1 <= n <= len(turns):
         raise StateError(f"flow session {run_id!r}: no turn {n} (it has {len(turns)} recorded turn(s))")
     head = turns[n - 1][-1]
-    # A durable turn's records are tagged with its id: those of a turn that failed before its end are not
-    # this turn's. Its reads come in parts, one per activity that read (the later of a retried one's).
+    # A durable turn's records are tagged with its id (records of another turn are not this one's); its
+    # reads come in parts, one per activity that read (the later of a retried one's).
     records = [r for r in turns[n - 1][:-1] if r.get("turn_id") == head.get("turn_id")]
     parts: dict[Any, list[Any]] = {}
     for r in records:
