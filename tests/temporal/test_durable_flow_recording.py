@@ -1,8 +1,9 @@
 """Durable flow turns recorded for replay: a worker's activities append the turn's `io` records (its store
-reads, its agent node's model and tool calls) to the turn's log and, once the session is saved, copies
-them with the `turn` record to the session's log, where an in-process turn writes its records; `export_run` on the session key makes the same cassette of the turn as of the same turn in
-process, keys redacted, and it replays offline (`chainreact replay`). A model activity that ran again
-leaves one step; the turn's event stream never shows the records."""
+reads, its agent node's model and tool calls) to the turn's log and, once the session is saved, copy them
+with the `turn` record to the session's log, where an in-process turn writes its records; `export_run` on
+the session key makes the same cassette of the turn as of the same turn in process, keys redacted, and it
+replays offline (`chainreact replay`). A model activity that ran again leaves one step; the turn's event
+stream never shows the records; an ask-user round is recorded as in process."""
 
 from __future__ import annotations
 
@@ -187,3 +188,39 @@ def test_a_turn_takes_its_own_records_and_a_save_run_again_is_one_turn() -> None
     assert agent["slot"] == "b" and [s["response"]["message"]["content"] for s in agent["steps"]] == ["kept"]
     last = flow_cassette("flow:shop:s1", records, None)
     assert last["turn_number"] == 2 and last["answer"] == "t3" and last["agents"] == []
+
+
+async def test_an_ask_user_round_is_recorded_as_in_process(temporal_client: Any, task_queue: str,
+                                                          tmp_path: Path) -> None:
+    """Turn 1 stops to ask for a tool argument; turn 2 claims the stored run and goes on. Each turn's
+    cassette is the in-process one's (the stored run read under its own id). Not replayed: neither turn of
+    an ask-user round replays in process either (the tool call that asked has no record)."""
+    from .test_durable_flow import clerk_flow
+
+    calls = [{"tool_calls": [{"name": "createRefund", "arguments": {"orderId": "A1", "reason": "late"},
+                              "id": "r1"}]},
+             reply("Order A1 is refunded: 19.5.")]
+    said = ["Refund A1, it came late", "19.5"]
+    with shop_api() as api, FakeLLM(calls) as local_llm, FakeLLM(calls) as llm:
+        local_doc = tmp_path / "local.json"
+        local_doc.write_text(json.dumps(clerk_flow(local_llm.url, api)))
+        async with Flow.load(local_doc, state=f"sqlite:///{tmp_path}/local.db") as local:
+            for text in said:
+                await local.send("s1", text)
+            expected = [await export_run(await local.store(), "flow:shop:s1", turn=n) for n in (1, 2)]
+        api.hits.clear()  # the refund's id counts the API's hits
+        doc = tmp_path / "clerk.json"
+        doc.write_text(json.dumps(clerk_flow(llm.url, api)))
+        async with await open_store(f"sqlite:///{tmp_path}/s.db") as store:
+            flow = Flow.load(doc, store=store)
+            durable = DurableFlow(flow, client=temporal_client, task_queue=task_queue)
+            async with durable_worker(temporal_client, task_queue, AgentHost(), flows=FlowHost([flow])):
+                for text in said:
+                    await durable.send("s1", text)
+            got = [await export_run(store, "flow:shop:s1", turn=n) for n in (1, 2)]
+        llm.assert_all_consumed()
+    for g, e in zip(got, expected, strict=True):
+        same_g, same_e = _same(g), _same(e)
+        assert [op for op, _ in same_g.pop("reads")] == [op for op, _ in same_e.pop("reads")]
+        assert same_g == same_e
+    assert got[1]["answer"] == "Order A1 is refunded: 19.5."
