@@ -125,3 +125,31 @@ async def test_a_flow_turn_replays_from_what_it_read(fake_llm: Any, tmp_path: Pa
     assert not result.ok
     assert any(d.kind == "request" and d.expected.startswith("Be brief.") for d in result.diffs), \
         result.report()
+
+
+async def test_both_turns_of_an_ask_user_round_replay_offline(tmp_path: Path) -> None:
+    # Before: turn 1 (the tool call that stopped to ask had no record) replayed into a second model call
+    # the recording lacked; turn 2 (it resumes the stored run, read with `load_run`, not recorded) failed
+    # with "no run ... in the state store".
+    from tests.flows.servers import shop_api
+    from tests.temporal.test_durable_flow import clerk_flow
+    from tests.temporal.test_durable_flow import reply as answer
+
+    calls = [{"tool_calls": [{"name": "createRefund", "arguments": {"orderId": "A1", "reason": "late"},
+                              "id": "r1"}]},
+             answer("Order A1 is refunded: 19.5.")]
+    with shop_api() as api, FakeLLM(calls) as llm:
+        doc = tmp_path / "clerk.json"
+        doc.write_text(json.dumps(clerk_flow(llm.url, api)))
+        async with Flow.load(doc, state=f"sqlite:///{tmp_path}/s.db") as flow:
+            asked = await flow.send("s1", "Refund A1, it came late")
+            done = await flow.send("s1", "19.5")
+            cassettes = [await export_run(await flow.store(), "flow:shop:s1", turn=n) for n in (1, 2)]
+        hits = len(api.hits)
+    assert "I need" in asked.messages[-1].content and done.messages[-1].content.startswith("Order A1")
+    first = cassettes[0]["agents"][0]["steps"][0]["tools"]
+    assert [t["interrupt"]["kind"] for t in first] == ["ask_user"]  # the call that asked, and its question
+    for cassette in cassettes:  # offline: the model server and the shop API are gone
+        result = await replay(cassette, flow=str(doc))
+        assert result.ok, result.report()
+    assert len(api.hits) == hits  # nothing called the API again

@@ -127,14 +127,16 @@ async def test_an_interrupted_and_resumed_run_is_recorded_once(temporal_client: 
             async with durable_worker(temporal_client, task_queue, AgentHost([agent], store=store)):
                 run = await DurableAgent(agent, client=temporal_client, task_queue=task_queue).start("trip")
                 assert (await run.result()).stop_reason == "interrupted"
-                assert [r["kind"] for r in await _io(store, run.run_id)] == ["run", "slot", "model"]
+                asked = await _io(store, run.run_id)
+                assert [r["kind"] for r in asked] == ["run", "slot", "model", "tool"]
+                assert asked[-1]["interrupt"]["question"] == "Which city?"  # a replay stops there too
                 await run.answer({"q1": "Paris"})
                 final = await run.result()
             llm.assert_all_consumed()
             logged = await _io(store, run.run_id)
             cassette = await export_run(store, run.run_id)
         assert final.content == "Paris it is."
-        assert [r["kind"] for r in logged] == ["run", "slot", "model", "tool", "model"]
+        assert [r["kind"] for r in logged] == ["run", "slot", "model", "tool", "tool", "model"]
         assert _model_steps(logged) == [1, 2]
         [rec] = cassette["agents"]
         assert rec["steps"][0]["tools"] == [{"id": "q1", "name": "ask_user",

@@ -185,12 +185,17 @@ def model_record(slot: str, step: int, request: dict[str, Any], response: ModelR
     return rec
 
 
-def tool_record(slot: str, step: int, call: ToolCall, out: ToolOutput) -> Record | None:
-    """A tool call and its result; None for a tool that stopped to ask (no result yet: it runs again)."""
+def tool_record(slot: str, step: int, call: ToolCall, out: ToolOutput) -> Record:
+    """A tool call and its result. A tool that stopped to ask has no result yet: its record holds the
+    question (`interrupt`), so that a replay stops where the run stopped; when it runs again with the
+    answer, its later record (the same call) is the one a replay of the whole run uses."""
+    rec: Record = {"kind": "tool", "slot": slot, "step": step, "id": call.id, "name": call.name,
+                   "arguments": call.arguments, "content": out.content, "is_error": out.is_error}
     if _is_interrupt(out):
-        return None
-    return {"kind": "tool", "slot": slot, "step": step, "id": call.id, "name": call.name,
-            "arguments": call.arguments, "content": out.content, "is_error": out.is_error}
+        ask = out.data
+        rec["interrupt"] = {"question": ask.question, "kind": ask.kind, "schema": ask.schema,
+                            "data": jsonable_input(ask.data)}
+    return rec
 
 
 class IORecorder:
@@ -284,9 +289,7 @@ class _Slot:
                 out: ToolOutput = await inner(call, tool, args, ctx)
             finally:
                 current_call.reset(token)
-            rec = tool_record(self.id, self.step, call, out)
-            if rec is not None:
-                self.rec.emit(rec, self.known)
+            self.rec.emit(tool_record(self.id, self.step, call, out), self.known)
             return out
 
         return call_tool

@@ -95,10 +95,8 @@ def recording_tool(agent: Any, plan: RunPlan, req: JSON) -> Iterator[IORecorder]
 
 
 def tool_io(agent: Any, plan: RunPlan, req: JSON, out: ToolOutput, nested: IORecorder) -> list[Record]:
-    """A finished tool call's records: its nested agents' then its own (none for an interrupt)."""
+    """A finished tool call's records: its nested agents' then its own (an interrupt's: its question)."""
     own = tool_record(slot_id(req["run_id"]), int(req.get("step") or 0), call_from_dict(req["call"]), out)
-    if own is None:
-        return []
     return [*nested.take(), dict(redact(own, _known(agent, plan)))]
 
 

@@ -33,6 +33,24 @@ class CassetteError(ConfigError):
     """A cassette that cannot be read or replayed; the message names the file and the field."""
 
 
+def _announced_first(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`records` with each slot's announcement before the first record of it: a durable turn announces a
+    resumed run's slot with its first model call, after its pending tool calls ran."""
+    announced = {str(r.get("slot")) for r in records if r.get("kind") == "slot"}
+    out: list[dict[str, Any]] = []
+    waiting: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        sid = str(r.get("slot"))
+        if r.get("kind") == "slot":
+            out += [r, *waiting.pop(sid, [])]
+            announced.discard(sid)  # announced now: its records follow in their order
+        elif sid in announced and r.get("kind") in ("model", "tool"):
+            waiting.setdefault(sid, []).append(r)
+        else:
+            out.append(r)
+    return out
+
+
 def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict[str, Any]]:
     """The slots of `records` (agent/recording.py's log form) with complete requests, steps in order and
     each step's tool calls. `merge_top`: top-level slots of one agent are one run (resumed parts)."""
@@ -40,7 +58,7 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
     by_id: dict[str, dict[str, Any]] = {}
     sent: dict[str, tuple[list[Any], Any]] = {}  # recorded slot -> (its last request's messages, tools)
     step_of: dict[tuple[str, int], dict[str, Any]] = {}  # (recorded slot, its step) -> the cassette's step
-    for r in records:
+    for r in _announced_first(records):
         kind = r.get("kind")
         if kind == "slot":
             sid = str(r["slot"])
@@ -83,12 +101,19 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
             target = step_of.get((sid, int(r.get("step") or 0)))
             if target is None and sid in by_id and by_id[sid]["steps"]:
                 target = by_id[sid]["steps"][-1]  # a resumed run's first tools: the step that asked for them
+            key = "tools"
+            if target is None and sid in by_id:
+                # Before the slot's first model call: a resumed run's pending calls, when the run that asked
+                # is in another cassette (a flow turn that goes on with the answer of the turn before).
+                target, key = by_id[sid], "resumed"
             if target is not None:
                 call = {k: r.get(k) for k in ("id", "name", "arguments", "content", "is_error")}
+                if r.get("interrupt") is not None:  # the call stopped to ask: a replay stops there too
+                    call["interrupt"] = r["interrupt"]
                 # One call recorded twice (a retried durable tool activity whose success was not
                 # acknowledged): the later recording. Same id, name and arguments: the same call.
-                target["tools"] = [*(t for t in target["tools"] if (t["id"], t["name"], t["arguments"]) !=
-                                     (call["id"], call["name"], call["arguments"])), call]
+                target[key] = [*(t for t in target.get(key) or [] if (t["id"], t["name"], t["arguments"]) !=
+                                 (call["id"], call["name"], call["arguments"])), call]
     return agents
 
 

@@ -19,6 +19,7 @@ from ..agent.plan import RunPlan
 from ..agent.recording import current_call, message_dict
 from ..errors import ChainreactError, ModelError
 from ..tools.base import Tool, ToolContext, ToolOutput
+from ..tools.interrupt import ToolInterrupt
 from ..types import Message, ModelResponse, ReasoningChunk, TextChunk, ToolCall, ToolCallChunk, Usage
 from .diff import Diff, Diffs, compare_messages, compare_tools
 
@@ -38,8 +39,11 @@ class Tape:
         self.agent = data.get("agent")
         self.parent = tuple(data["parent"]) if data.get("parent") else None
         self.steps: list[dict[str, Any]] = data.get("steps") or []
-        self.results = {t["id"]: t for s in self.steps for t in s.get("tools") or []}
-        self.step_of = {t["id"]: s.get("step") for s in self.steps for t in s.get("tools") or []}
+        resumed = data.get("resumed") or []  # calls run before its first model call (a resumed run's)
+        tools = [(0, t) for t in resumed] + [(s.get("step"), t) for s in self.steps
+                                              for t in s.get("tools") or []]
+        self.results = {t["id"]: t for _, t in tools}
+        self.step_of = {t["id"]: step for step, t in tools}
         self.bound = False
         self.made = 0  # model calls made
         self.executed: set[str] = set()  # tool call ids run (or answered from the cassette)
@@ -70,6 +74,15 @@ class Replayer:
             return None
         tape = max(free, key=lambda t: (_agreement(t, messages), -self.tapes.index(t)))
         tape.bound = True
+        return tape
+
+    def bind_call(self, agent: str, call_id: str) -> Tape | None:
+        """The tape of an agent whose first act is a tool call (a resumed run's pending call): the free
+        one that recorded that call."""
+        free = (t for t in self.tapes if not t.bound and t.agent == agent and call_id in t.results)
+        tape = next(free, None)
+        if tape is not None:
+            tape.bound = True
         return tape
 
     def finish(self) -> list[Diff]:
@@ -170,6 +183,8 @@ class _Player:
 
     def call_tool(self, inner: Any) -> Any:
         async def call_tool(call: ToolCall, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+            if self.tape is None:
+                self.tape = self.r.bind_call(self.agent, call.id)
             tape = self.tape
             rec = tape.results.get(call.id) if tape is not None else None
             name = tape.agent if tape is not None else self.agent
@@ -186,6 +201,11 @@ class _Player:
                     diffs.add(Diff("tool", "this call is not in the recording", step=step, agent=name,
                                    tool=call.name, call_id=call.id))
                     return ToolOutput("Error: replay: this tool call is not in the cassette", is_error=True)
+                ask = rec.get("interrupt")
+                if isinstance(ask, dict):  # it stopped to ask: the run stops as the recorded one did
+                    return ToolOutput("", data=ToolInterrupt(str(ask.get("question") or ""),
+                                                             kind=str(ask.get("kind") or "ask_user"),
+                                                             schema=ask.get("schema"), data=ask.get("data")))
                 return ToolOutput(str(rec.get("content") or ""), bool(rec.get("is_error")))
             token = current_call.set((tape.slot if tape is not None else "", call.id))
             try:

@@ -8,7 +8,8 @@ memories; a replay of the turn must see what the recorded turn saw, in a store t
     replay = ReadReplayer(reads, fresh)  # the same reads answered from the recording, in order;
                                          # a read not recorded, and every write, go to `fresh`
 
-Recorded: `get_run`, `history`, `session_info`, `recall`, `memories`. Anything else is passed through.
+Recorded: `get_run`, `load_run` (a stored run a turn resumes), `history`, `session_info`, `recall`,
+`memories`. Anything else is passed through.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from .base import MemoryEntry, RunRecord, SessionInfo
 from .codec import message_from_dict, message_to_dict
 
-READS = ("get_run", "history", "session_info", "recall", "memories")
+READS = ("get_run", "load_run", "history", "session_info", "recall", "memories")
 
 
 def _dump(op: str, value: Any) -> Any:
