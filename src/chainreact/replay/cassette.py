@@ -110,8 +110,9 @@ def build_agents(records: list[dict[str, Any]], *, merge_top: bool) -> list[dict
                 call = {k: r.get(k) for k in ("id", "name", "arguments", "content", "is_error")}
                 if r.get("interrupt") is not None:  # the call stopped to ask: a replay stops there too
                     call["interrupt"] = r["interrupt"]
-                # One call recorded twice (a retried durable tool activity whose success was not
-                # acknowledged): the later recording. Same id, name and arguments: the same call.
+                # One call recorded twice (it stopped to ask, then ran with the answer; or a retried durable
+                # tool activity whose success was not acknowledged): the later recording. Same id, name and
+                # arguments: the same call.
                 target[key] = [*(t for t in target.get(key) or [] if (t["id"], t["name"], t["arguments"]) !=
                                  (call["id"], call["name"], call["arguments"])), call]
     return agents
