@@ -168,33 +168,27 @@ def test_chat_with_an_agent_at_a_terminal(pane: Pane, tmp_path: Path, store: boo
         pane.wait(lambda s: s.rstrip().endswith("you>"), "the prompt")
         assert "chat with agent 'helper'" + (", session 't'" if store else " (") in pane.text()
 
-        pane.type("I am Ann")
-        pane.keys("Enter")
+        pane.line("I am Ann")
         partial = pane.wait(lambda s: "Hello" in s, "the answer's first words")
         assert long not in partial, "the whole answer arrived at once: it was not streamed"
         pane.wait(lambda s: long in s and s.rstrip().endswith("you>"), "the whole answer")
 
-        pane.type("weather in Lyon?")
-        pane.keys("Enter")
+        pane.line("weather in Lyon?")
         pane.wait(lambda s: s.rstrip().endswith('? weather({"city":"Lyon"}): approve? [y/N]'), "the approval")
-        pane.type("y")
-        pane.keys("Enter")
+        pane.line("y")
         pane.wait(lambda s: "21 C in Lyon." in s and s.rstrip().endswith("you>"), "the answer after the tool")
         assert "← weather: 21 C in Lyon" in pane.text()
 
-        pane.type("slow one")
-        pane.keys("Enter")
+        pane.line("slow one")
         pane.wait(lambda s: "This" in s, "the slow answer's start")
         pane.keys("C-c")
         pane.wait(lambda s: "[turn cancelled]" in s and s.rstrip().endswith("you>"), "the cancelled turn")
-        pane.type("after")
-        pane.keys("Enter")
+        pane.line("after")
         pane.wait(lambda s: "Back." in s, "the answer after the cancelled turn")
         users = [c for role, c in contents(llm.chat_requests[4]) if role == "user"]
         assert users == ["I am Ann", "weather in Lyon?", "after"]
 
-        pane.type("/quit")
-        pane.keys("Enter")
+        pane.line("/quit")
         pane.wait(lambda s: "[exit 0]" in s, "the exit")
     assert (tmp_path / "ran.txt").read_text() == "Lyon\n"
     if store:  # the session has the two answered turns; the cancelled run is saved as cancelled

@@ -41,6 +41,11 @@ class Pane:
     def type(self, text: str) -> None:
         self.run("send-keys", "-t", "chat", "-l", text)
 
+    def line(self, text: str) -> None:
+        """`text` typed, then Enter: one line at the prompt."""
+        self.type(text)
+        self.keys("Enter")
+
     def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while True:
@@ -89,8 +94,7 @@ def test_chat_at_a_terminal(pane: Pane, fake_llm: Any, tmp_path: Path) -> None:
         # Typing with a correction (readline editing), then the answer streams in.
         pane.type("I want a refunx")
         pane.keys("BSpace")
-        pane.type("d")
-        pane.keys("Enter")
+        pane.line("d")
         partial = pane.wait(lambda s: "support: Which" in s, "the answer's first words")
         assert LONG not in partial, "the whole answer arrived at once: it was not streamed"
         done = pane.wait(lambda s: LONG in s and s.rstrip().endswith("you>"), "the whole answer")
@@ -99,8 +103,7 @@ def test_chat_at_a_terminal(pane: Pane, fake_llm: Any, tmp_path: Path) -> None:
         assert srv.chat_requests[0].messages[-1]["content"] == "Customer says: I want a refund"
 
         # The tool call is on screen while the tool is still running (the orders server holds it).
-        pane.type("order 42")
-        pane.keys("Enter")
+        pane.line("order 42")
         running = pane.wait(lambda s: '→ orderLookup({"orderId":"42"})' in s, "the tool call")
         assert "refund started" not in running
         orders.release.set()
@@ -109,11 +112,9 @@ def test_chat_at_a_terminal(pane: Pane, fake_llm: Any, tmp_path: Path) -> None:
         assert "support: Order 42 is late; refund started." in done
 
         # /reset: the next message starts at the greeting again, with an empty memory.
-        pane.type("/reset")
-        pane.keys("Enter")
+        pane.line("/reset")
         pane.wait(lambda s: "[session 't1' reset" in s, "the reset")
-        pane.type("hi again")
-        pane.keys("Enter")
+        pane.line("hi again")
         pane.wait(lambda s: "support: Hi again." in s, "the answer after the reset")
         assert [m["content"] for m in srv.chat_requests[3].messages[1:]] == ["Customer says: hi again"]
         assert pane.text().count("greet: Hello Ann!") == 2
@@ -127,17 +128,14 @@ def test_chat_at_a_terminal(pane: Pane, fake_llm: Any, tmp_path: Path) -> None:
         assert srv.chat_requests[4].messages[-1]["content"] == "Customer says: hi again"
 
         # Ctrl-C while an answer streams stops that turn (nothing of it is kept) and the chat goes on.
-        pane.type("slow one")
-        pane.keys("Enter")
+        pane.line("slow one")
         pane.wait(lambda s: "support: This" in s, "the slow answer's start")
         pane.keys("C-c")
         pane.wait(lambda s: "[turn cancelled]" in s and s.rstrip().endswith("you>"), "the cancelled turn")
-        pane.type("after")
-        pane.keys("Enter")
+        pane.line("after")
         pane.wait(lambda s: "support: Back." in s, "the answer after the cancelled turn")
         sent = [m["content"] for m in srv.chat_requests[6].messages[1:]]
         assert "Customer says: slow one" not in sent and sent[-1] == "Customer says: after"
 
-        pane.type("/quit")
-        pane.keys("Enter")
+        pane.line("/quit")
         pane.wait(lambda s: "[exit 0]" in s, "the exit")
