@@ -26,12 +26,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ..agent.inputs import build_messages, gen_messages
+from ..agent.recording import IO_EVENT
 from ..agent.special_tools import ToolSearchTool
 from ..types import Event, ModelResponse
 from .codec import JSON, messages_to_list, output_to_dict
 from .hooks import HOOK_ACTIVITY, mode, run_hook
 from .hosts import AgentHost
-from .recording import IO, model_io, record_plan, recording_tool, tool_io
+from .recording import model_io, record_plan, recording_tool, tool_io
 from .records import durable_record
 from .worker_io import Publisher, model_call, stamp, tool_call, tool_spec, unavailable
 
@@ -97,8 +98,8 @@ class AgentActivities:
 
         pub = self._log(req)
 
-        def record(response: ModelResponse) -> tuple[str, JSON]:
-            return IO, model_io(agent, plan, req, response)
+        def record(response: ModelResponse) -> None:  # written with the call's last events
+            pub.add_as(IO_EVENT, model_io(agent, plan, req, response))
 
         return await model_call(plan, req, pub, stream=bool(req.get("stream")), live=bool(req.get("live")),
                                 retried_here=True, record=record if pub.store is not None else None)
@@ -124,7 +125,7 @@ class AgentActivities:
             out = await tool_call(plan, tool, req, pub, entry)
         if pub.store is not None:  # recorded only once the call is done: a retried attempt adds nothing
             for r in tool_io(self.host.agent(req["agent"]), plan, req, out, nested):
-                pub.add_as(IO, r)
+                pub.add_as(IO_EVENT, r)
             await pub.flush()
         return output_to_dict(out)
 

@@ -134,7 +134,7 @@ class NodeActivities:
 
         # The node's client retried already (its llmConfig): an error fails the turn, as in process.
         out = await model_call(io.plan, req, await self._log(flow, req), stream=live, live=live,
-                               retried_here=False, entry=entry, record=record)
+                               retried_here=False, entry=entry, record=record if tape.on else None)
         await tape.write()
         return out
 
@@ -158,8 +158,9 @@ class NodeActivities:
         with recording_tool(io.agent, io.plan, req) as nested:  # a collaborator's calls, as in process
             out = await tool_call(io.plan, tool, req, log, entry)
         tape = TurnTape(flow, await flow.store(), req)
-        tape.add(*tool_io(io.agent, io.plan, req, out, nested))  # once the call is done
-        await tape.write()
+        if tape.on:
+            tape.add(*tool_io(io.agent, io.plan, req, out, nested))  # once the call is done
+            await tape.write()
         return {**output_to_dict(out), "tools_used": io.budget.used}
 
     @activity.defn(name="chainreact.flow.node.suspend")

@@ -44,7 +44,6 @@ from .codec import JSON, call_from_dict, messages_from_list
 if TYPE_CHECKING:
     from ..state.base import Store
 
-IO = IO_EVENT
 HEAD = 50  # events read to find a run's records: the plan activity writes them before any other event
 
 
@@ -61,10 +60,10 @@ async def record_plan(store: Store, run_id: str, agent: Any, plan: RunPlan, data
     """The run's `run` and `slot` records, unless its log has them: a local activity runs again when the
     workflow task that ran it failed, and an interrupted run's resumption does not plan again anyway."""
     head = await store.events(run_id, after=0, limit=HEAD)
-    if any(e.type == IO and isinstance(e.data, dict) and e.data.get("kind") == "run" for e in head):
+    if any(e.type == IO_EVENT and isinstance(e.data, dict) and e.data.get("kind") == "run" for e in head):
         return
-    await store.append_events(run_id, [(IO, redact(run_record(agent, data), _known(agent, plan))),
-                                       (IO, slot_io(agent, plan, run_id))])
+    await store.append_events(run_id, [(IO_EVENT, redact(run_record(agent, data), _known(agent, plan))),
+                                       (IO_EVENT, slot_io(agent, plan, run_id))])
 
 
 def slot_io(agent: Any, plan: RunPlan, run_id: str) -> Record:
@@ -100,4 +99,4 @@ def tool_io(agent: Any, plan: RunPlan, req: JSON, out: ToolOutput, nested: IORec
     return [*nested.take(), dict(redact(own, _known(agent, plan)))]
 
 
-__all__ = ["IO", "model_io", "record_plan", "recording_tool", "slot_id", "slot_io", "tool_io"]
+__all__ = ["model_io", "record_plan", "recording_tool", "slot_id", "slot_io", "tool_io"]

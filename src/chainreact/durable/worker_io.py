@@ -123,14 +123,14 @@ def _same(d: JSON) -> JSON:
 
 async def model_call(plan: RunPlan, req: JSON, log: Publisher, *, stream: bool, live: bool,
                      retried_here: bool, entry: Callable[[JSON], JSON] = _same,
-                     record: Callable[[ModelResponse], tuple[str, JSON] | None] | None = None) -> JSON:
+                     record: Callable[[ModelResponse], None] | None = None) -> JSON:
     """One model call through `plan.model`; with `live`, its text and reasoning deltas go to `log` as they
     come. `retried_here`: this activity's retry policy retries the call (an agent run: the worker turned
     the client's own retries off), so an attempt after the first starts with a `stream_reset` event, each
     delta says its attempt, and an error is retried when the client would retry it (with its Retry-After);
     otherwise (a flow node: its client retried already) an error fails the call for good. `record(response)`
-    gives an event (type, data) written with the call's last events, or None (the caller records it
-    elsewhere): only an attempt that got its response records it."""
+    is called once the attempt has its response (a failed attempt records nothing), before the call's last
+    events are written."""
     attempt = activity.info().attempt
     if live and retried_here and attempt > 1:
         # An earlier attempt may have streamed part of its text: readers drop it (docs/durable.md).
@@ -164,9 +164,8 @@ async def model_call(plan: RunPlan, req: JSON, log: Publisher, *, stream: bool, 
             raise ApplicationError(str(e), type=type(e).__name__,
                                    non_retryable=not (retried_here and _retryable(e, delivered)),
                                    next_retry_delay=delay) from None
-        recorded = record(got) if record is not None and isinstance(got, ModelResponse) else None
-        if recorded is not None:
-            log.add_as(*recorded)
+        if record is not None and isinstance(got, ModelResponse):
+            record(got)
         await log.flush()
     if response is None:
         raise ApplicationError("the model call ended without a response", type="ModelError",

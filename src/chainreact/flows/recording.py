@@ -18,7 +18,7 @@ from contextvars import Token
 from typing import TYPE_CHECKING, Any
 
 from ..agent.plan import PlanHook, plan_hooks
-from ..agent.recording import IORecorder, document_identity
+from ..agent.recording import IO_EVENT, IORecorder, document_identity
 from ..state.reads import ReadRecorder
 from .events import FlowEvent
 
@@ -50,7 +50,7 @@ class TurnRecording:
         self.recorder.emit(turn_record(self.flow, self.input, self.reads.reads, self.messages, self.output,
                                        end.data))
         self.recorder.close()
-        await self.store.append_events(key, [("io", r) for r in self.recorder.take()])
+        await self.store.append_events(key, [(IO_EVENT, r) for r in self.recorder.take()])
 
     def stop(self) -> None:
         self.recorder.close()

@@ -15,7 +15,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..agent.recording import redact
+from ..agent.recording import IO_EVENT, redact
 from ..state.errors import RunNotFoundError, StateError
 from .cassette import FORMAT, build_agents
 
@@ -50,7 +50,7 @@ async def export_run(store: Store, run_id: str, *, turn: int | None = None,
     events = await run_events(store, run_id)
     snap = rec.snapshot if isinstance(rec.snapshot, dict) else {}
     records = [r for r in (snap.get("extra") or {}).get("io") or [] if isinstance(r, dict)]
-    records += [dict(e.data) for e in events if e.type == "io" and isinstance(e.data, dict)]
+    records += [dict(e.data) for e in events if e.type == IO_EVENT and isinstance(e.data, dict)]
     kinds = {r.get("kind") for r in records}
     if "turn" in kinds:
         from .flows import flow_cassette
